@@ -1,0 +1,5 @@
+"""Placeholder: the CPU engine lands here (issue 3)."""
+
+
+def install():
+    pass
