@@ -371,7 +371,7 @@ class EngineCUDAModule:
         ts.value = value
         ts.mask = mask
         ts.args = args
-        self._sched.switch()
+        self._sched.switch(None)
         return ts.result
 
     def syncthreads(self):
@@ -918,6 +918,38 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
         dev_arr.copy_to_device(host)
 
 
+_DONE = object()
+
+
+class _WorkerPool:
+    """Greenlets that run CUDA threads; a worker is reused as soon as its thread finishes.
+
+    Starting and finishing a greenlet costs about 10 µs; switching to a live one about 0.5 µs. A kernel
+    without barriers therefore runs all of a block's threads on one worker, and a kernel with barriers
+    needs one worker per thread of a block, reused by every block of the launch.
+    """
+
+    def __init__(self, fn, kargs, sched):
+        self.fn = fn
+        self.kargs = kargs
+        self.sched = sched
+        self.free = []
+
+    def _loop(self, ts):
+        fn, kargs, sched = self.fn, self.kargs, self.sched
+        while True:
+            fn(*kargs)
+            sched.switch(_DONE)
+
+    def start(self, ts):
+        if self.free:
+            w = self.free.pop()
+        else:
+            w = greenlet(self._loop, self.sched)
+        ts.g = w
+        return w.switch(ts)
+
+
 def _run_grid(lau, module, fn, kargs, seed):
     gx, gy, gz = lau.grid
     bx, by, bz = lau.blockdim
@@ -930,28 +962,33 @@ def _run_grid(lau, module, fn, kargs, seed):
     hooks = lau.hooks
     begin = getattr(hooks, "begin_block", None)
     end = getattr(hooks, "end_block", None)
+    pool = _WorkerPool(fn, kargs, getcurrent())
+    module._sched = pool.sched
     for bl in block_order:
         b = blocks[bl]
         module.blockIdx = Dim3(*b)
         module.shared.reset()
         if begin:
             begin(b)
-        _run_block(lau, module, fn, kargs, b, bl, threads, rng)
+        _run_block(lau, module, pool, b, bl, threads, rng)
         if end:
             end(b)
 
 
-def _run_block(lau, module, fn, kargs, block, block_linear, thread_coords, rng):
+def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
     states = [ThreadState(block, block_linear, t, i) for i, t in enumerate(thread_coords)]
-    order_ = list(range(len(states)))
     if rng is not None:
-        rng.shuffle(order_)
-    runq = [states[i] for i in order_]
-    rank = {id(ts): r for r, ts in enumerate(runq)}
-    sched = getcurrent()
-    module._sched = sched
+        perm = list(range(len(states)))
+        rng.shuffle(perm)
+        runq = [states[i] for i in perm]
+        rank = {id(ts): r for r, ts in enumerate(runq)}
+        sort_key = lambda t: rank[id(t)]  # noqa: E731
+    else:
+        runq = states
+        sort_key = lambda t: t.tid  # noqa: E731
     live = len(states)
     on_barrier = getattr(lau.hooks, "on_barrier", None)
+    free = pool.free
     waiting = []
     while True:
         for ts in runq:
@@ -960,10 +997,9 @@ def _run_block(lau, module, fn, kargs, block, block_linear, thread_coords, rng):
             module.laneid = ts.lane
             try:
                 if ts.g is None:
-                    ts.g = greenlet(fn, sched)
-                    ts.g.switch(*kargs)
+                    res = pool.start(ts)
                 else:
-                    ts.g.switch()
+                    res = ts.g.switch()
             except _LaunchTimeout as exc:
                 raise _launch_error(lau, ts, exc, timeout=True) from None
             except KernelError:
@@ -972,21 +1008,22 @@ def _run_block(lau, module, fn, kargs, block, block_linear, thread_coords, rng):
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
                     raise
                 raise _launch_error(lau, ts, exc) from None
-            if ts.g.dead:
+            if res is _DONE:
                 live -= 1
                 ts.wait = "exited"
+                free.append(ts.g)
+                ts.g = None
             else:
                 waiting.append(ts)
-        runq = []
         if not waiting:
             return
         # 1. warp collectives whose lanes have all arrived
         runq = _resolve_warps(lau, waiting, states)
         if runq:
             waiting = [ts for ts in waiting if ts.wait is not None]
-            runq.sort(key=lambda t: rank[id(t)])
+            runq.sort(key=sort_key)
             continue
-        # 2. the block barrier, once every live thread waits at one
+        # 2. the block barrier, once every thread of the block waits at one
         at_bar = [ts for ts in waiting if ts.wait.startswith("bar")]
         if len(at_bar) == len(waiting) == live and live == len(states):
             sites = {ts.site for ts in at_bar}
@@ -1004,7 +1041,7 @@ def _run_block(lau, module, fn, kargs, block, block_linear, thread_coords, rng):
                 ts.result = res
             if on_barrier:
                 on_barrier(block)
-            runq = sorted(at_bar, key=lambda t: rank[id(t)])
+            runq = sorted(at_bar, key=sort_key)
             waiting = []
             continue
         raise _stuck_error(lau, waiting, states, live)
