@@ -1,0 +1,414 @@
+"""Shared memory and its 32 banks (chapter 04): small kernels that each isolate one access pattern.
+
+Versions, in teaching order (each line: the idea; the counts are derived in chapter 04):
+
+1. ``strided_read``        lane reads ``s[(lane * stride) % 1024]`` of float32: gcd(stride, 32) passes,
+                           so every odd stride is conflict-free and stride 32 is a 32-way conflict.
+2. ``broadcast_read``      every lane reads ``s[0]``: one word, one pass (a broadcast, not a conflict).
+3. ``indexed_read``        lane reads ``s[idx[lane]]`` for an index table made on the host: any pattern
+                           the bank explorer can draw, run as a real kernel.
+4. ``strided_read_f64``    8-byte elements: a warp moves 256 bytes, so two passes at best.
+5. ``strided_read_c128``   16-byte elements (complex128): 512 bytes, four passes at best.
+6. ``tile_rows``           a 32×32 float32 tile written and read by rows: the conflict-free baseline.
+7. ``tile_columns``        the same tile read by columns, ``tile[tx][ty]``: a 32-way conflict (seed 000 §2.3).
+8. ``tile_columns_pad33``  ``[32][33]``: one pad column puts a column into 32 different banks.
+9. ``tile_columns_pad34``  ``[32][34]``: a pad of 2 is not coprime with 32, still 2-way (seed 000 §3.1).
+10. ``tile_columns_swizzle`` ``tile[ty][tx ^ ty]``: the XOR swizzle, no extra memory (seed 000 §3.2).
+11. ``tile_column_store``  the conflict on the store side: written by columns, read by rows.
+12. ``tile_columns_f64`` / ``tile_columns_f64_pad33``  the same with 8-byte elements.
+
+The tile kernels transpose every 32×32 tile of a stack of tiles (``inp`` of shape ``(32 * n, 32)``):
+their only job is to make each warp read one column of a shared tile, so they take whole tiles by
+design; general shapes are chapter 05's transpose (``course/kernels/transpose.py``).
+
+``KERNELS`` lists every version with its NumPy reference and launch shape; ``NCU_CASES`` are the
+launches ``scripts/gpu/validate_tracer.py`` runs under Nsight Compute on the H200, each with counts
+derived by hand in ``expect``.
+
+Defined for chapter 04 (notebooks/04_shared_memory_banks.ipynb).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+import course  # noqa: F401  (chooses the backend before numba is imported)
+from numba import complex128, cuda, float32, float64
+
+from course.kernels.cases import Case
+
+WARP_SIZE = 32
+N_WORDS = 1024  # elements in the 1-D shared arrays: 4 KB of float32
+TILE = 32
+
+
+# --- 1-D shared arrays: strides, broadcast, any pattern ---------------------------------------------
+
+
+@cuda.jit
+def strided_read(inp, out, stride):
+    """out[t] = s[(lane * stride) % 1024] with s a float32 copy of inp: gcd(stride, 32) passes per read."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):  # neighbours store neighbours: conflict-free stores
+        s[i] = inp[i]
+    cuda.syncthreads()
+    lane = t % WARP_SIZE
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = s[(lane * stride) % N_WORDS]
+
+
+@cuda.jit
+def broadcast_read(inp, out):
+    """out[t] = s[0]: all 32 lanes want the same word, which the banks deliver to all at once."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = inp[i]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = s[0]
+
+
+@cuda.jit
+def indexed_read(inp, idx, out):
+    """out[t] = s[idx[lane]]: the shared read follows an index table chosen on the host."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = inp[i]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = s[idx[t % WARP_SIZE]]
+
+
+@cuda.jit
+def strided_read_f64(inp, out, stride):
+    """strided_read with 8-byte elements: each lane needs two banks, a warp 256 bytes."""
+    s = cuda.shared.array(N_WORDS, float64)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = inp[i]
+    cuda.syncthreads()
+    lane = t % WARP_SIZE
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = s[(lane * stride) % N_WORDS]
+
+
+@cuda.jit
+def strided_read_c128(inp, out, stride):
+    """strided_read with 16-byte elements (complex128): four banks per lane, 512 bytes per warp."""
+    s = cuda.shared.array(N_WORDS, complex128)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = inp[i]
+    cuda.syncthreads()
+    lane = t % WARP_SIZE
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = s[(lane * stride) % N_WORDS]
+
+
+# --- 2-D tiles: rows, columns, and the two cures ----------------------------------------------------
+# Every tile kernel runs one 32×32 block per tile: tx = threadIdx.x is the lane, ty the warp.
+
+
+@cuda.jit
+def tile_rows(inp, out):
+    """Write tile[ty][tx], read tile[ty][tx]: each warp touches one row, 32 banks, one pass (a copy)."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[ty][tx]
+
+
+@cuda.jit
+def tile_columns(inp, out):
+    """Read tile[tx][ty]: a warp walks down one column, and a column of [32][32] lives in one bank."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty]
+
+
+@cuda.jit
+def tile_columns_pad33(inp, out):
+    """tile_columns on [32][33]: row r starts r words later in the bank cycle, so a column hits 32 banks."""
+    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty]
+
+
+@cuda.jit
+def tile_columns_pad34(inp, out):
+    """tile_columns on [32][34]: bank (2r + c) % 32 repeats after 16 rows, so still a 2-way conflict."""
+    tile = cuda.shared.array((TILE, TILE + 2), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty]
+
+
+@cuda.jit
+def tile_columns_swizzle(inp, out):
+    """Store logical tile[r][c] at column c ^ r: a permutation of each row, so rows stay rows, columns spread."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx ^ ty] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty ^ tx]  # the same rule on the way out: XOR is its own inverse
+
+
+@cuda.jit
+def tile_column_store(inp, out):
+    """The conflict on the store side: write tile[tx][ty] (32-way), then read rows (conflict-free)."""
+    tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[tx][ty] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[ty][tx]
+
+
+@cuda.jit
+def tile_columns_f64(inp, out):
+    """tile_columns with float64: a column of [32][32] doubles uses only banks 0 and 1."""
+    tile = cuda.shared.array((TILE, TILE), float64)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty]
+
+
+@cuda.jit
+def tile_columns_f64_pad33(inp, out):
+    """tile_columns_f64 on [32][33]: rows start 2 banks apart, a half warp covers all 32 banks."""
+    tile = cuda.shared.array((TILE, TILE + 1), float64)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.x * TILE + ty
+    tile[ty][tx] = inp[row, tx]
+    cuda.syncthreads()
+    out[row, tx] = tile[tx][ty]
+
+
+# --- NumPy references ---------------------------------------------------------------------------------
+
+
+def _lanes(blocks: int, threads_per_block: int) -> np.ndarray:
+    """The lane (threadIdx.x % 32) of every thread of a 1-D launch, in global order."""
+    return np.tile(np.arange(threads_per_block) % WARP_SIZE, blocks)
+
+
+def reference_strided(inp: np.ndarray, stride: int, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What strided_read writes: inp[(lane * stride) % 1024] for every thread."""
+    return inp[(_lanes(blocks, threads_per_block) * stride) % N_WORDS]
+
+
+def reference_broadcast(inp: np.ndarray, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What broadcast_read writes: inp[0] everywhere."""
+    return np.full(blocks * threads_per_block, inp[0], dtype=inp.dtype)
+
+
+def reference_indexed(inp: np.ndarray, idx: np.ndarray, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What indexed_read writes: inp[idx[lane]] for every thread."""
+    return inp[idx[_lanes(blocks, threads_per_block)]]
+
+
+def reference_tile_transpose(inp: np.ndarray) -> np.ndarray:
+    """Every 32×32 tile of a (32n, 32) stack transposed in place: what the column-reading kernels write."""
+    n = inp.shape[0] // TILE
+    return inp.reshape(n, TILE, TILE).transpose(0, 2, 1).reshape(n * TILE, TILE)
+
+
+def reference_copy(inp: np.ndarray) -> np.ndarray:
+    """What tile_rows writes: the input unchanged."""
+    return inp.copy()
+
+
+# --- the registry ---------------------------------------------------------------------------------------
+
+
+class Version(NamedTuple):
+    """One kernel version: the kernel, what it shows, its element size, and how the tile is read."""
+
+    kernel: object
+    idea: str
+    itemsize: int
+    kind: str  # "1d" (strided/broadcast/indexed) or "tile"
+
+
+KERNELS = {
+    "strided_read": Version(strided_read, "stride s: gcd(s, 32)-way", 4, "1d"),
+    "broadcast_read": Version(broadcast_read, "all lanes read one word: broadcast", 4, "1d"),
+    "indexed_read": Version(indexed_read, "any pattern, from an index table", 4, "1d"),
+    "strided_read_f64": Version(strided_read_f64, "8-byte elements", 8, "1d"),
+    "strided_read_c128": Version(strided_read_c128, "16-byte elements", 16, "1d"),
+    "tile_rows": Version(tile_rows, "[32][32] read by rows", 4, "tile"),
+    "tile_columns": Version(tile_columns, "[32][32] read by columns: 32-way", 4, "tile"),
+    "tile_columns_pad33": Version(tile_columns_pad33, "[32][33]: padding cures it", 4, "tile"),
+    "tile_columns_pad34": Version(tile_columns_pad34, "[32][34]: pad not coprime with 32, 2-way", 4, "tile"),
+    "tile_columns_swizzle": Version(tile_columns_swizzle, "tile[ty][tx ^ ty]: XOR swizzle", 4, "tile"),
+    "tile_column_store": Version(tile_column_store, "conflict on the store side", 4, "tile"),
+    "tile_columns_f64": Version(tile_columns_f64, "[32][32] float64 read by columns", 8, "tile"),
+    "tile_columns_f64_pad33": Version(tile_columns_f64_pad33, "[32][33] float64 read by columns", 8, "tile"),
+}
+
+TILE_DTYPES = {4: np.float32, 8: np.float64}
+ONE_D_DTYPES = {4: np.float32, 8: np.float64, 16: np.complex128}
+
+
+def tile_reference(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The NumPy reference of a tile kernel (tile_rows copies; every other one transposes each tile)."""
+    return reference_copy if name == "tile_rows" else reference_tile_transpose
+
+
+def random_1d(rng: np.random.Generator, itemsize: int = 4) -> np.ndarray:
+    """Fresh input for the 1-D kernels: N_WORDS random elements of the given size."""
+    dtype = ONE_D_DTYPES[itemsize]
+    if itemsize == 16:
+        return (rng.standard_normal(N_WORDS) + 1j * rng.standard_normal(N_WORDS)).astype(dtype)
+    return rng.standard_normal(N_WORDS).astype(dtype)
+
+
+def random_tiles(rng: np.random.Generator, n_tiles: int, itemsize: int = 4) -> np.ndarray:
+    """Fresh input for the tile kernels: a (32 * n_tiles, 32) stack of random tiles."""
+    return rng.standard_normal((TILE * n_tiles, TILE)).astype(TILE_DTYPES[itemsize])
+
+
+def run_tile(name: str, inp: np.ndarray) -> np.ndarray:
+    """Launch tile kernel ``name`` on a (32n, 32) stack, one 32×32 block per tile, and return its output."""
+    if inp.ndim != 2 or inp.shape[1] != TILE or inp.shape[0] % TILE or inp.shape[0] == 0:
+        raise ValueError(f"the tile kernels take a stack of whole 32×32 tiles, shape (32*n, 32); got {inp.shape}")
+    out = np.zeros_like(inp)
+    KERNELS[name].kernel[inp.shape[0] // TILE, (TILE, TILE)](inp, out)
+    return out
+
+
+def run_strided(name: str, inp: np.ndarray, stride: int, blocks: int = 1, threads_per_block: int = 32) -> np.ndarray:
+    """Launch a strided_read kernel (``strided_read``, ``_f64`` or ``_c128``) and return what it wrote."""
+    out = np.zeros(blocks * threads_per_block, dtype=inp.dtype)
+    KERNELS[name].kernel[blocks, threads_per_block](inp, out, stride)
+    return out
+
+
+# --- arithmetic: the counts derived by hand in chapter 04 ---------------------------------------------
+
+
+def stride_wavefronts(stride: int, itemsize: int = 4) -> int:
+    """Passes one warp needs for ``s[(lane * stride) % 1024]``, for 0 <= stride <= 33, by the gcd rule.
+
+    4 bytes: the 32 words lane*stride fall into 32 / gcd(stride, 32) banks, gcd(stride, 32) lanes each.
+    8 bytes: two half warps, 16 lanes each on 2 words: gcd(stride, 16) per half, 2 halves.
+    16 bytes: four quarter warps, 8 lanes each on 4 words: gcd(stride, 8) per quarter, 4 quarters.
+    Stride 0 is a broadcast: one element for all, one pass per phase.  Up to stride 33 no lane wraps
+    around onto another lane's element (31 * 33 = 1023 < 1024), which the rule assumes.
+    """
+    phases = {4: 1, 8: 2, 16: 4}.get(itemsize)
+    if phases is None:
+        raise ValueError(f"stride_wavefronts covers 4-, 8- and 16-byte elements, not {itemsize}")
+    if not 0 <= stride <= 33:
+        raise ValueError(f"the gcd rule here assumes 0 <= stride <= 33 (no wrap-around); got {stride}")
+    if stride == 0:
+        return phases
+    return phases * math.gcd(stride, WARP_SIZE // phases)
+
+
+def padded_column_wavefronts(pad: int, itemsize: int = 4) -> int:
+    """Passes for a warp reading one column of a [32][32 + pad] tile (4- or 8-byte elements).
+
+    4 bytes: row r starts at word r * (32 + pad), bank (r * pad + c) % 32, so the 32 rows land in
+    32 / gcd(pad, 32) banks: gcd(pad, 32)-way (pad 0: 32-way; pad 1: none; pad 2: 2-way).
+    8 bytes: row r starts at word 2r(32 + pad), bank 2(r * pad + c) % 32; two half warps of 16 rows,
+    gcd(pad, 16) rows per bank in each, so pad 0 costs 16 per half (32 in all) and pad 1 the minimum 2.
+    """
+    if itemsize == 4:
+        return math.gcd(pad, 32)
+    if itemsize == 8:
+        return 2 * math.gcd(pad, 16)
+    raise ValueError("padded_column_wavefronts covers 4- and 8-byte elements")
+
+
+# --- hardware-count cases (the tracer's validation script runs them under ncu on the H200) ------------
+
+_BLOCKS, _THREADS = 4, 64  # 4 blocks of 2 warps: 8 warps, so every per-warp count is multiplied by 8
+_WARPS = _BLOCKS * _THREADS // WARP_SIZE
+_FILL = N_WORDS // _THREADS  # fill-loop iterations per thread
+
+
+def _strided_case(name: str, stride: int, itemsize: int) -> Case:
+    kernel = KERNELS[name].kernel
+    store_wf = {4: 1, 8: 2, 16: 4}[itemsize]  # a fill store: 32 neighbouring elements, the minimum
+    expect = {
+        "shared_load_requests": _WARPS,
+        "shared_load_wavefronts": _WARPS * stride_wavefronts(stride, itemsize),
+        "shared_store_requests": _WARPS * _FILL,
+        "shared_store_wavefronts": _WARPS * _FILL * store_wf,
+    }
+    note = f"s[(lane * {stride}) % 1024], {itemsize}-byte elements"
+    if itemsize == 16:
+        note += ("; complex128: if numba emits two 8-byte loads instead of one 16-byte load, requests "
+                 "double on the GPU — the hardware count says which")
+    return Case(name=f"shared_memory.{name}[stride={stride}]", kernel=kernel, griddim=_BLOCKS, blockdim=_THREADS,
+                make_args=lambda rng, s=stride, k=itemsize: (random_1d(rng, k),
+                                                             np.zeros(_BLOCKS * _THREADS, ONE_D_DTYPES[k]), s),
+                expect=expect, note=note, tags=("shared", "chapter04"))
+
+
+def _tile_case(name: str, load_wf: int, store_wf: int, itemsize: int = 4, tiles: int = 2) -> Case:
+    warps = tiles * TILE  # 32 warps per 32×32 block
+    expect = {
+        "shared_load_requests": warps,
+        "shared_load_wavefronts": warps * load_wf,
+        "shared_store_requests": warps,
+        "shared_store_wavefronts": warps * store_wf,
+    }
+    return Case(name=f"shared_memory.{name}", kernel=KERNELS[name].kernel, griddim=tiles, blockdim=(TILE, TILE),
+                make_args=lambda rng, n=tiles, k=itemsize: (random_tiles(rng, n, k),
+                                                            np.zeros((TILE * n, TILE), TILE_DTYPES[k])),
+                expect=expect, note=KERNELS[name].idea, tags=("shared", "chapter04"))
+
+
+def _indexed_case(label: str, idx: list[int], wavefronts: int) -> Case:
+    expect = {"shared_load_requests": _WARPS, "shared_load_wavefronts": _WARPS * wavefronts}
+    table = np.array(idx, dtype=np.int32)
+    return Case(name=f"shared_memory.indexed_read[{label}]", kernel=indexed_read, griddim=_BLOCKS,
+                blockdim=_THREADS,
+                make_args=lambda rng, t=table: (random_1d(rng), t.copy(), np.zeros(_BLOCKS * _THREADS, np.float32)),
+                expect=expect, note=f"s[idx[lane]] with idx = {label}", tags=("shared", "chapter04"))
+
+
+STRIDES = (1, 2, 3, 4, 8, 16, 17, 31, 32, 33)
+
+NCU_CASES = (
+    [_strided_case("strided_read", s, 4) for s in STRIDES]
+    + [_strided_case("strided_read_f64", s, 8) for s in (1, 2, 4, 16, 17)]
+    + [_strided_case("strided_read_c128", s, 16) for s in (1, 2, 3, 8)]
+    + [
+        Case(name="shared_memory.broadcast_read", kernel=broadcast_read, griddim=_BLOCKS, blockdim=_THREADS,
+             make_args=lambda rng: (random_1d(rng), np.zeros(_BLOCKS * _THREADS, np.float32)),
+             expect={"shared_load_requests": _WARPS, "shared_load_wavefronts": _WARPS,
+                     "shared_store_requests": _WARPS * _FILL, "shared_store_wavefronts": _WARPS * _FILL},
+             note="every lane reads s[0]: a broadcast", tags=("shared", "chapter04")),
+        # lane // 4: 8 words in 8 banks, 4 lanes on each: broadcast inside each group, 1 pass
+        _indexed_case("lane // 4", [lane // 4 for lane in range(32)], 1),
+        # (lane % 4) * 32: 4 different words all in bank 0, 8 lanes on each: 4 passes, not 32
+        _indexed_case("(lane % 4) * 32", [(lane % 4) * 32 for lane in range(32)], 4),
+        # lanes 0-15 read word 0, lanes 16-31 read word 32: two words of bank 0, 2 passes
+        _indexed_case("0 or 32", [0 if lane < 16 else 32 for lane in range(32)], 2),
+        _tile_case("tile_rows", 1, 1),
+        _tile_case("tile_columns", 32, 1),
+        _tile_case("tile_columns_pad33", 1, 1),
+        _tile_case("tile_columns_pad34", 2, 1),
+        _tile_case("tile_columns_swizzle", 1, 1),
+        _tile_case("tile_column_store", 1, 32),
+        _tile_case("tile_columns_f64", padded_column_wavefronts(0, 8), 2, itemsize=8),
+        _tile_case("tile_columns_f64_pad33", padded_column_wavefronts(1, 8), 2, itemsize=8),
+    ]
+)
