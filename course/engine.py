@@ -725,6 +725,8 @@ class _Swapper:
 
     def add(self, fn):
         code = fn.__code__
+        if code in self.launch.user_codes and id(fn.__globals__) in self.seen:
+            return
         self.launch.user_codes.add(code)
         for const in code.co_consts:  # nested functions / closures defined in the kernel
             if hasattr(const, "co_code"):
@@ -895,6 +897,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
     module = EngineCUDAModule(lau, fallback)
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
     swapper = _Swapper(module, lau)
+    lau.swapper = swapper
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     watchdog = _Watchdog(limit)
     _state.launch = lau
@@ -1329,20 +1332,11 @@ def stock_simulator():
 
 
 def _patched_call(self, *args):
-    if _launch_state() is not None and _ENABLED:
-        # a device function called from Python code that the swapper did not see (e.g. via an attribute)
-        mod = _state.module
-        g = self.fn.__globals__
-        cuda = _cuda_module()
-        for k, v in list(g.items()):
-            if v is cuda:
-                g[k] = mod
-        try:
-            return self.fn(*args)
-        finally:
-            for k, v in list(g.items()):
-                if v is mod:
-                    g[k] = cuda
+    lau = _launch_state()
+    if lau is not None and _ENABLED:
+        # a device function reached through a closure or an attribute: swap its globals for this launch too
+        lau.swapper.add(self.fn)
+        return self.fn(*args)
     if self._device or not _ENABLED:
         return _orig_call(self, *args)
     if self.grid_dim is None or self.block_dim is None:
