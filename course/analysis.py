@@ -1,0 +1,170 @@
+"""What the memory system does with one warp's access: banks, wavefronts, sectors (pure functions).
+
+These are the *analyse* layer of the course's tracer (:mod:`course.trace`): they take the byte
+addresses the 32 lanes of one warp-level instruction touch and say how the hardware serves them.
+No numba, no kernels: every function here can be checked by hand.
+
+Conventions (the same everywhere in the course):
+
+- ``addrs`` is a sequence of up to 32 byte addresses, one per lane, in lane order; ``None`` marks an
+  inactive lane (it exited, took the other side of a branch, or does not exist in a partial warp).
+- ``size`` is the access size in bytes (1, 2, 4, 8 or 16: what one lane reads or writes).
+- Shared memory (共享内存) has 32 banks (存储体) of 4-byte words: byte ``a`` is in word ``a // 4``
+  and bank ``(a // 4) % 32``.  One *wavefront* is one pass through the banks in which every bank
+  delivers at most one word; lanes that want *the same word* share it (broadcast / multicast).
+- Global memory is moved in 32-byte *sectors*; a request's cost is the number of distinct sectors
+  its active lanes touch (coalesced access / 合并访存 means few sectors per request).
+
+The one rule that differs between access sizes is :data:`SHARED_PHASE_LANES`: how many consecutive
+lanes the hardware serves together in one *phase* (a wavefront carries at most 128 bytes, so an
+8-byte access is served half a warp at a time and a 16-byte access a quarter warp at a time).
+Change the rule there and every count in the course follows.  ``docs/tracer.md`` says where the
+H200 agrees with it and where that is still being checked.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple, Optional, Sequence
+
+WARP_SIZE = 32
+BANKS = 32
+BANK_BYTES = 4
+SECTOR_BYTES = 32
+LINE_BYTES = 128
+WAVEFRONT_BYTES = BANKS * BANK_BYTES  # 128: what one pass through the banks can carry
+
+#: Lanes served together in one phase, by access size in bytes.  A phase costs as many wavefronts
+#: as its worst bank needs; the phases of one instruction add up.  Accesses of 1, 2 and 4 bytes are
+#: served as a whole warp; 8-byte accesses by half warps (lanes 0-15, 16-31); 16-byte accesses by
+#: quarter warps (lanes 0-7, 8-15, ...).  THE place to change if the hardware says otherwise.
+SHARED_PHASE_LANES = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
+
+Addrs = Sequence[Optional[int]]
+
+
+class LanePass(NamedTuple):
+    """Where one lane's shared-memory access is served: its (first) bank and the wavefront number."""
+
+    bank: int
+    wavefront: int
+
+
+def _check(addrs: Addrs, size: int) -> None:
+    if size not in SHARED_PHASE_LANES:
+        raise ValueError(f"access size {size!r} bytes is not one of 1, 2, 4, 8, 16")
+    if len(addrs) > WARP_SIZE:
+        raise ValueError(f"{len(addrs)} addresses given; a warp has at most {WARP_SIZE} lanes")
+
+
+def bank_of(byte_addr: int) -> int:
+    """The shared-memory bank (0-31) that holds byte ``byte_addr``."""
+    return (byte_addr // BANK_BYTES) % BANKS
+
+
+def words_of(byte_addr: int, size: int) -> range:
+    """The 4-byte word numbers an access of ``size`` bytes at ``byte_addr`` touches."""
+    return range(byte_addr // BANK_BYTES, (byte_addr + size - 1) // BANK_BYTES + 1)
+
+
+def sector_of(byte_addr: int) -> int:
+    """The 32-byte sector number that holds byte ``byte_addr``."""
+    return byte_addr // SECTOR_BYTES
+
+
+def phases(n_lanes: int, size: int) -> list[range]:
+    """The lane groups served one after another for an access of ``size`` bytes."""
+    step = SHARED_PHASE_LANES[size]
+    return [range(lo, min(lo + step, n_lanes)) for lo in range(0, n_lanes, step)]
+
+
+def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
+    """Per lane: the bank it uses and the wavefront (0, 1, ...) that serves it; None if inactive.
+
+    Inside a phase, each bank serves its distinct words in the order of the first lane that asks
+    for each; lanes asking for the same word get it in the same pass (broadcast).  A wide access
+    (8 or 16 bytes) touches several banks; ``bank`` is the first and ``wavefront`` the pass in which
+    the lane has all its words.  Wavefront numbers continue across phases.
+    """
+    _check(addrs, size)
+    out: list[Optional[LanePass]] = [None] * len(addrs)
+    base = 0
+    for lanes in phases(len(addrs), size):
+        rank: dict[int, int] = {}  # word -> its pass inside this phase
+        per_bank: dict[int, int] = defaultdict(int)  # bank -> distinct words seen so far
+        for lane in lanes:
+            a = addrs[lane]
+            if a is None:
+                continue
+            for w in words_of(a, size):
+                if w not in rank:
+                    rank[w] = per_bank[w % BANKS]
+                    per_bank[w % BANKS] += 1
+        if not rank:
+            continue  # a phase with no active lane costs nothing
+        for lane in lanes:
+            a = addrs[lane]
+            if a is not None:
+                out[lane] = LanePass(bank_of(a), base + max(rank[w] for w in words_of(a, size)))
+        base += max(per_bank.values())
+    return out
+
+
+def shared_wavefronts(addrs: Addrs, size: int) -> int:
+    """Wavefronts one shared-memory instruction needs (0 if no lane is active).
+
+    Per phase: the largest number of *distinct* 4-byte words any one bank must deliver; phases add.
+    With 4-byte accesses and one phase this is the textbook "n-way bank conflict" degree.
+    """
+    _check(addrs, size)
+    total = 0
+    for lanes in phases(len(addrs), size):
+        per_bank: dict[int, set[int]] = defaultdict(set)
+        for lane in lanes:
+            a = addrs[lane]
+            if a is not None:
+                for w in words_of(a, size):
+                    per_bank[w % BANKS].add(w)
+        if per_bank:
+            total += max(len(ws) for ws in per_bank.values())
+    return total
+
+
+def shared_ideal_wavefronts(addrs: Addrs, size: int) -> int:
+    """Wavefronts the same instruction would need without bank conflicts (one per active phase)."""
+    _check(addrs, size)
+    return sum(1 for lanes in phases(len(addrs), size) if any(addrs[i] is not None for i in lanes))
+
+
+def global_sectors(addrs: Addrs, size: int) -> int:
+    """Distinct 32-byte sectors the active lanes of one global-memory request touch."""
+    if len(addrs) > WARP_SIZE:
+        raise ValueError(f"{len(addrs)} addresses given; a warp has at most {WARP_SIZE} lanes")
+    sectors = set()
+    for a in addrs:
+        if a is not None:
+            sectors.update(range(a // SECTOR_BYTES, (a + size - 1) // SECTOR_BYTES + 1))
+    return len(sectors)
+
+
+def global_lines(addrs: Addrs, size: int) -> int:
+    """Distinct 128-byte cache lines the active lanes of one global-memory request touch."""
+    lines = set()
+    for a in addrs:
+        if a is not None:
+            lines.update(range(a // LINE_BYTES, (a + size - 1) // LINE_BYTES + 1))
+    return len(lines)
+
+
+def global_ideal_sectors(n_active: int, size: int) -> int:
+    """Sectors a perfectly coalesced request of ``n_active`` lanes needs: ceil(n * size / 32)."""
+    return -(-n_active * size // SECTOR_BYTES)
+
+
+def active_mask(addrs: Addrs) -> int:
+    """The 32-bit mask of active lanes (bit i set when lane i has an address)."""
+    mask = 0
+    for lane, a in enumerate(addrs):
+        if a is not None:
+            mask |= 1 << lane
+    return mask

@@ -1,0 +1,37 @@
+"""One launch whose memory counts are checked against Nsight Compute: the shared ``Case`` format.
+
+A topic module lists its cases in ``NCU_CASES``.  ``scripts/gpu/validate_tracer.py`` traces each
+case on the CPU (:func:`course.trace.trace`) and runs it under ``ncu`` on a GPU, then compares the
+eight counts of :meth:`course.trace.Report.totals` with the hardware's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Case:
+    """A kernel, its launch shape and a recipe for fresh arguments (``make_args(rng) -> tuple``).
+
+    ``expect`` optionally holds counts derived by hand (a subset of the totals' keys), so that the
+    CPU tests check the tracer against arithmetic and the GPU run checks both against the hardware.
+    ``note`` says what the case is about, or why its hardware count is uncertain.
+    """
+
+    name: str
+    kernel: Any
+    griddim: Any
+    blockdim: Any
+    make_args: Callable[[np.random.Generator], tuple]
+    expect: Optional[Mapping[str, int]] = None
+    note: str = ""
+    dynshared: int = 0
+    tags: tuple = field(default_factory=tuple)
+
+    def args(self, seed: int = 0) -> tuple:
+        """Fresh arguments from a NumPy generator seeded with ``seed``."""
+        return tuple(self.make_args(np.random.default_rng(seed)))
