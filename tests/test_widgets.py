@@ -1,0 +1,302 @@
+"""Chapter 04's widgets and kernels, without a browser: set controls from Python, assert on the state.
+
+Every expected count here is derived by hand (the bank of word w is w % 32; an n-way conflict is n
+distinct words in one bank), never read back from the code under test.
+"""
+
+import math
+import time
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from course.kernels import shared_memory as sm
+from course.widgets import banks
+from course.widgets.banks import PatternError, Tile, explore
+
+# --- the tile: where logical elements live --------------------------------------------------------------
+
+
+def test_addresses_of_a_plain_padded_and_swizzled_tile():
+    assert Tile(32, 32).address(1, 0) == 128  # row 1 starts after 32 floats
+    assert Tile(32, 32, pad=1).address(1, 0) == 132  # ... after 33 floats when padded
+    assert Tile(32, 32, itemsize=8).address(0, 3) == 24
+    # swizzled: logical (5, 1) sits at column 1 ^ 5 = 4 of row 5
+    assert Tile(32, 32, swizzle=True).address(5, 1) == (5 * 32 + 4) * 4
+    assert Tile(32, 32).nbytes == 4096 and Tile(32, 32, pad=1).nbytes == 4224  # 3.125 % more
+
+
+def test_swizzle_is_a_permutation_of_each_row():
+    t = Tile(32, 32, swizzle=True)
+    for row in range(32):
+        assert sorted(t.physical_col(row, c) for c in range(32)) == list(range(32))
+        assert all(t.logical_of_cell(row, t.physical_col(row, c)) == c for c in range(32))
+
+
+def test_bad_tiles_are_refused_with_a_message():
+    with pytest.raises(PatternError, match="element size"):
+        Tile(32, 32, itemsize=3)
+    with pytest.raises(PatternError, match="rows"):
+        Tile(0, 32)
+
+
+# --- counts: the chapter's claims, by hand ---------------------------------------------------------------
+
+
+def test_a_row_is_one_pass_and_a_column_of_32x32_is_32():
+    assert explore(pattern="row", value=5).wavefronts == 1
+    a = explore(pattern="column", value=7)
+    assert a.wavefronts == 32 and a.ideal == 1
+    assert {p.bank for p in a.passes} == {7}  # the whole column in bank 7
+    assert sorted(p.wavefront for p in a.passes) == list(range(32))
+    assert banks.degree_text(a) == "32-way bank conflict"
+
+
+# pad p: bank of (r, c) is (r * p + c) % 32, so the 32 rows use 32 / gcd(p, 32) banks: gcd(p, 32)-way
+PAD_WAYS = {0: 32, 1: 1, 2: 2, 3: 1, 4: 4, 5: 1, 6: 2, 7: 1, 8: 8}
+
+
+@pytest.mark.parametrize("pad,ways", sorted(PAD_WAYS.items()))
+def test_padding_must_be_coprime_with_32(pad, ways):
+    assert explore(pattern="column", pad=pad).wavefronts == ways
+
+
+def test_swizzle_cures_columns_and_keeps_rows_in_their_128_bytes():
+    col = explore(pattern="column", value=3, swizzle=True)
+    assert col.wavefronts == 1
+    row = explore(pattern="row", value=9, swizzle=True)
+    assert row.wavefronts == 1
+    assert sorted(row.addrs) == list(range(9 * 128, 10 * 128, 4))  # the same 128 bytes as unswizzled
+
+
+# s[lane * stride]: 32 words in 32 / gcd(stride, 32) banks
+STRIDE_WAYS = {1: 1, 2: 2, 3: 1, 4: 4, 5: 1, 6: 2, 8: 8, 12: 4, 16: 16, 17: 1, 31: 1, 32: 32, 33: 1}
+
+
+@pytest.mark.parametrize("stride,ways", sorted(STRIDE_WAYS.items()))
+def test_strides(stride, ways):
+    assert explore(pattern="stride", value=stride).wavefronts == ways
+
+
+def test_every_odd_stride_is_free():
+    for stride in range(1, 64, 2):
+        assert explore(pattern="stride", value=stride).wavefronts == 1, stride
+
+
+def test_broadcast_is_not_a_conflict_but_several_words_of_one_bank_are():
+    a = explore(pattern="expression", expression="0")
+    assert (a.wavefronts, a.distinct_words) == (1, 1)
+    assert explore(pattern="expression", expression="lane // 4").wavefronts == 1  # 8 words, 8 banks
+    # 4 words (0, 32, 64, 96), all bank 0, 8 lanes each: 4 passes, not 32
+    assert explore(pattern="expression", expression="(lane % 4) * 32").wavefronts == 4
+
+
+def test_wide_elements():
+    # 32 lanes x 8 bytes = 256 bytes: two passes of 128 bytes at best
+    a = explore(pattern="row", itemsize=8)
+    assert (a.wavefronts, a.ideal) == (2, 2)
+    assert explore(pattern="row", itemsize=16).wavefronts == 4  # 512 bytes
+    # a float64 column of [32][32]: rows 256 bytes apart, all in banks 0-1; half warps of 16: 16 + 16
+    assert explore(pattern="column", itemsize=8).wavefronts == 32
+    assert explore(pattern="column", itemsize=8, pad=1).wavefronts == 2
+    # 1- and 2-byte rows: 32 or 64 bytes, one pass
+    assert explore(pattern="row", itemsize=1).wavefronts == 1
+    assert explore(pattern="row", itemsize=2).wavefronts == 1
+
+
+def test_inactive_lanes_and_narrow_tiles():
+    a = explore(pattern="expression", expression="lane if lane < 16 else None")
+    assert a.active == 16 and a.wavefronts == 1
+    # a 16-wide tile: a warp's "row" covers two rows, like blockDim.x == 16
+    a = explore(pattern="row", rows=16, cols=16)
+    assert a.coords[16] == (1, 0)
+    # a 16-high tile read by columns continues in the next column: rows 0-15 of col 0, then col 1
+    a = explore(pattern="column", rows=16, cols=16)
+    assert a.coords[15] == (15, 0) and a.coords[16] == (0, 1)
+    # 16 rows x 16 floats: column c sits in banks c and c+16 alternately -> 8 words per bank
+    assert a.wavefronts == 8
+
+
+# --- the expression: safe, and clear when wrong ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,hint", [
+    ("lane / 2", "//"),
+    ("lane *", "Cannot read"),
+    ("x + 1", "unknown name 'x'"),
+    ("lane * 100", "outside"),
+    ("(lane, 40)", "outside"),
+    ("lane < 3", "true/false"),
+    ("", "empty"),
+    ("lane // 0", "division by zero"),
+    ("2 ** 1000", "exponent"),
+])
+def test_bad_expressions_get_a_message(text, hint):
+    with pytest.raises(PatternError, match=None) as e:
+        explore(pattern="expression", expression=text)
+    assert hint in str(e.value)
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('echo pwned')",
+    "lane.__class__",
+    "[c for c in ()]",
+    "(lambda: 0)()",
+    "open('/etc/passwd')",
+    "globals()",
+    "'a' * 10",
+    "1.5",
+])
+def test_expressions_cannot_do_anything_but_arithmetic(text):
+    with pytest.raises(PatternError):
+        banks.parse_lane_expression(text)
+
+
+def test_expressions_with_names_and_functions():
+    a = explore(pattern="expression", expression="(lane, min(lane * 2, cols - 1))")
+    assert a.coords[0] == (0, 0) and a.coords[31] == (31, 31)
+    a = explore(pattern="expression", expression="lane * 32 % (rows * cols)")
+    assert a.wavefronts == 32
+
+
+# --- drawing reads the result ------------------------------------------------------------------------------
+
+
+def _svg(text):
+    return ET.fromstring(text)
+
+
+def test_tile_drawing_marks_every_lane_with_its_pass():
+    a = explore(pattern="column", value=0)
+    svg = _svg(banks.tile_svg(a))
+    assert svg.get("data-wavefronts") == "32"
+    marks = [e for e in svg.iter() if e.get("class") == "lane-mark"]
+    assert len(marks) == 32
+    assert sorted(int(m.get("data-pass")) for m in marks) == list(range(32))
+    lanes = sorted(int(x) for m in marks for x in m.get("data-lanes").split())
+    assert lanes == list(range(32))
+    # a broadcast is one marked cell holding all 32 lanes
+    svg = _svg(banks.tile_svg(explore(pattern="expression", expression="0")))
+    marks = [e for e in svg.iter() if e.get("class") == "lane-mark"]
+    assert len(marks) == 1 and len(marks[0].get("data-lanes").split()) == 32
+
+
+def test_padding_cells_are_drawn_grey():
+    svg = banks.tile_svg(explore(pattern="row", pad=1))
+    assert _svg(svg).get("data-width") == "33"
+    assert svg.count("padding:") == 32  # one pad cell per row
+
+
+def test_passes_drawing_has_one_row_per_wavefront():
+    for pad, ways in ((0, 32), (2, 2), (1, 1)):
+        a = explore(pattern="column", pad=pad)
+        svg = _svg(banks.passes_svg(a.passes, 4, a.addrs))
+        assert svg.get("data-wavefronts") == str(ways)
+
+
+# --- the widget: move a control, the state follows ------------------------------------------------------------
+
+
+def test_explorer_follows_its_controls_quickly():
+    ex = banks.bank_explorer(pattern="column")
+    assert ex.access.wavefronts == 32 and "32-way" in ex.w_summary.value
+    before = ex.w_tile.value
+    t0 = time.perf_counter()
+    ex.w_pad.value = 1
+    assert time.perf_counter() - t0 < 0.5  # "well under a second", with room for a loaded machine
+    assert ex.access.wavefronts == 1 and "no bank conflict" in ex.w_summary.value
+    assert ex.w_tile.value != before and 'data-width="33"' in ex.w_tile.value
+    ex.w_pad.value = 2
+    assert ex.access.wavefronts == 2
+    ex.w_pad.value = 0
+    ex.w_swizzle.value = True
+    assert ex.access.wavefronts == 1
+    ex.w_swizzle.value = False
+    ex.w_itemsize.value = 8
+    assert ex.access.wavefronts == 32 and ex.access.ideal == 2
+    ex.w_itemsize.value = 4
+    ex.w_pattern.value = "stride"
+    ex.w_value.value = 2
+    assert ex.access.wavefronts == 2
+    assert ex.w_expr.disabled and not ex.w_value.disabled
+
+
+def test_explorer_shows_a_bad_expression_and_keeps_the_last_drawing():
+    ex = banks.bank_explorer(pattern="expression", expression="lane * 2")
+    assert ex.access.wavefronts == 2
+    drawing = ex.w_tile.value
+    ex.w_expr.value = "lane / 2"
+    assert "//" in ex.error and "bank-error" in ex.w_summary.value
+    assert ex.w_tile.value == drawing and ex.access.wavefronts == 2
+    ex.w_expr.value = "lane * 4"
+    assert ex.error == "" and ex.access.wavefronts == 4
+
+
+# --- chapter 04's kernels: correct on fresh random data, and the hand counts they carry ----------------
+
+
+@pytest.mark.parametrize("name,itemsize", [("strided_read", 4), ("strided_read_f64", 8), ("strided_read_c128", 16)])
+def test_strided_kernels_match_numpy(name, itemsize):
+    rng = np.random.default_rng()
+    inp = sm.random_1d(rng, itemsize)
+    # 3 blocks of 48 threads: the second warp of each block is half empty
+    for stride in (0, 1, 2, 7, 32, 33):
+        out = sm.run_strided(name, inp, stride, blocks=3, threads_per_block=48)
+        np.testing.assert_array_equal(out, sm.reference_strided(inp, stride, 3, 48))
+
+
+def test_broadcast_and_indexed_kernels_match_numpy():
+    rng = np.random.default_rng()
+    inp = sm.random_1d(rng)
+    out = np.zeros(2 * 40, np.float32)
+    sm.broadcast_read[2, 40](inp, out)
+    np.testing.assert_array_equal(out, sm.reference_broadcast(inp, 2, 40))
+    idx = rng.integers(0, sm.N_WORDS, 32).astype(np.int32)
+    out = np.zeros(2 * 40, np.float32)
+    sm.indexed_read[2, 40](inp, idx, out)
+    np.testing.assert_array_equal(out, sm.reference_indexed(inp, idx, 2, 40))
+
+
+@pytest.mark.parametrize("name", [n for n, v in sm.KERNELS.items() if v.kind == "tile"])
+def test_tile_kernels_match_numpy(name):
+    rng = np.random.default_rng()
+    itemsize = sm.KERNELS[name].itemsize
+    for n_tiles in (1, 3):
+        inp = sm.random_tiles(rng, n_tiles, itemsize)
+        np.testing.assert_array_equal(sm.run_tile(name, inp), sm.tile_reference(name)(inp))
+        # check the reference itself on one element: tile 0, out[2, 5] = inp[5, 2] unless a copy
+        if name != "tile_rows":
+            assert sm.run_tile(name, inp)[2, 5] == inp[5, 2]
+
+
+def test_tile_kernels_refuse_partial_tiles_with_a_message():
+    with pytest.raises(ValueError, match="whole 32×32 tiles"):
+        sm.run_tile("tile_columns", np.zeros((17, 16), np.float32))
+
+
+def test_closed_forms_agree_with_the_explorer():
+    # the gcd formulas of the chapter, against the explorer's generic bank rules, for every stride
+    for itemsize in (4, 8, 16):
+        for stride in range(0, 34):
+            assert sm.stride_wavefronts(stride, itemsize) == \
+                explore(pattern="stride", value=stride, itemsize=itemsize).wavefronts, (itemsize, stride)
+    for itemsize in (4, 8):
+        for pad in range(0, 9):
+            assert sm.padded_column_wavefronts(pad, itemsize) == \
+                explore(pattern="column", pad=pad, itemsize=itemsize).wavefronts, (itemsize, pad)
+    # and against hand values written out
+    assert [sm.stride_wavefronts(s) for s in (1, 2, 4, 8, 16, 32, 3)] == [1, 2, 4, 8, 16, 32, 1]
+    assert [sm.stride_wavefronts(s, 8) for s in (1, 2, 16, 17)] == [2, 4, 32, 2]
+    assert [sm.stride_wavefronts(s, 16) for s in (1, 2, 8)] == [4, 8, 32]
+    assert math.gcd(2, 32) == sm.padded_column_wavefronts(2) == 2
+
+
+def test_ncu_cases_are_well_formed():
+    names = [c.name for c in sm.NCU_CASES]
+    assert len(names) == len(set(names)) and len(names) >= 20
+    for case in sm.NCU_CASES:
+        args = case.args(seed=3)
+        assert all(isinstance(a, (np.ndarray, int, np.integer)) for a in args), case.name
+        assert set(case.expect) <= {"shared_load_requests", "shared_load_wavefronts",
+                                    "shared_store_requests", "shared_store_wavefronts"}
