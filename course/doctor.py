@@ -15,6 +15,18 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _nvidia_driver_version() -> str:
+    """The kernel driver's version (e.g. 580.159.04), as nvidia-smi shows it."""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            for word in f.readline().split():
+                if word.count(".") >= 1 and word.replace(".", "").isdigit():
+                    return word
+    except OSError:
+        pass
+    return "unknown"
+
+
 def device_facts() -> dict:
     """Facts about the device kernels run on; on a CPU backend, the simulated device."""
     name = backend.choose()
@@ -32,7 +44,8 @@ def device_facts() -> dict:
             max_grid_dim_x=dev.MAX_GRID_DIM_X,
             shared_memory_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
             warp_size=dev.WARP_SIZE,
-            driver=".".join(map(str, drv)),
+            driver=_nvidia_driver_version(),
+            cuda_driver_api=".".join(map(str, drv)),
         )
     else:
         from course import device

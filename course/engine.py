@@ -423,8 +423,9 @@ class EngineCUDAModule:
     def any_sync(self, mask, predicate):
         return self._block("any", bool(predicate), mask)
 
-    def eq_sync(self, mask, value):
-        return self._block("eq", value, mask)
+    def eq_sync(self, mask, predicate):
+        # vote.sync.uni: true when the predicate's truth value is the same on every lane (not the value)
+        return self._block("eq", bool(predicate), mask)
 
     def match_any_sync(self, mask, value):
         return self._block("match_any", value, mask)

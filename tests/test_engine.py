@@ -93,7 +93,7 @@ def warp_sum(x, out):
 @cuda.jit
 def block_votes(x, counts, ands, ors):
     i = cuda.grid(1)
-    p = x[i] > 0
+    p = 1 if x[i] > 0 else 0  # the predicate is an int32 on the GPU
     c = cuda.syncthreads_count(p)
     a = cuda.syncthreads_and(p)
     o = cuda.syncthreads_or(p)
@@ -241,7 +241,7 @@ def test_votes_follow_their_cuda_definitions():
         assert set(ballot[w * 32:(w + 1) * 32]) == {bits}
         assert set(all_[w * 32:(w + 1) * 32] != 0) == {bool(p.all())}
         assert set(any_[w * 32:(w + 1) * 32] != 0) == {bool(p.any())}
-        q = x[w * 32:(w + 1) * 32] // 1000
+        q = (x[w * 32:(w + 1) * 32] // 1000) != 0  # eq_sync compares truth values (vote.sync.uni)
         assert set(eq_[w * 32:(w + 1) * 32] != 0) == {bool((q == q[0]).all())}
 
 
