@@ -1,0 +1,399 @@
+"""Run numba-cuda's own simulator tests on numba's stock simulator and on the course's CPU engine.
+
+    .venv/bin/python scripts/run_numba_sim_tests.py                  # both backends, every module
+    .venv/bin/python scripts/run_numba_sim_tests.py --backends cpu   # one backend
+    .venv/bin/python scripts/run_numba_sim_tests.py --modules test_warp_ops test_sync
+    .venv/bin/python scripts/run_numba_sim_tests.py --report-only    # rebuild the JSON from raw records
+
+The tests are the ones numba-cuda ships in ``numba/cuda/tests/cudapy`` and ``numba/cuda/tests/cudasim``.
+Each test module runs in its own child process (``--child``) with ``NUMBA_ENABLE_CUDASIM=1`` and
+``COURSE_BACKEND`` set: ``numba-sim`` is numba's simulator as shipped, ``cpu`` is the course's engine,
+installed by ``import course``, which the child does before pytest imports numba.  pytest-timeout
+stops any single test after ``--timeout`` seconds and the parent kills a child that outlives its
+module budget, so nothing hangs.  Raw per-test records go to ``--raw-dir`` (one JSON line per test,
+appended as tests finish, so an interrupted run resumes where it stopped); the summary with counts and
+the classified differences goes to ``data/engine_numba_tests.json``.
+
+Two shims stand in for numba-cuda's test setup, which its wheel does not ship: the repository's
+``conftest.py`` fixture ``initialize_from_pytest_config`` (it only reads one command-line option), and
+the ``filecheck`` package, which ``numba.cuda.testing`` imports but only FileCheck-based tests use —
+those check PTX/LLVM output and skip themselves on the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+import types
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RAW_DIR = ROOT / "build" / "engine_numba_tests"  # raw records, not committed
+OUT = ROOT / "data" / "engine_numba_tests.json"
+PACKAGES = ("numba.cuda.tests.cudapy", "numba.cuda.tests.cudasim")
+BACKENDS = ("numba-sim", "cpu")
+
+
+# --------------------------------------------------------------------------------------------------
+# Child: one module, one backend, inside pytest
+
+
+def _install_filecheck_stub():
+    """numba.cuda.testing imports filecheck at module level; give it names that fail only if used."""
+    try:
+        import filecheck  # noqa: F401
+
+        return
+    except ImportError:
+        pass
+
+    def unavailable(*args, **kwargs):
+        raise RuntimeError("filecheck is not installed (FileCheck-based tests need a GPU build anyway)")
+
+    pkg = types.ModuleType("filecheck")
+    pkg.__path__ = []
+    names = {
+        "matcher": ["Matcher"],
+        "options": ["Options"],
+        "parser": ["Parser", "pattern_for_opts"],
+        "finput": ["FInput"],
+    }
+    sys.modules["filecheck"] = pkg
+    for sub, attrs in names.items():
+        mod = types.ModuleType(f"filecheck.{sub}")
+        for attr in attrs:
+            setattr(mod, attr, unavailable)
+        sys.modules[f"filecheck.{sub}"] = mod
+        setattr(pkg, sub, mod)
+
+
+class _Recorder:
+    """pytest plugin: one JSON line per test (outcome, seconds, short message) and the fixture numba-cuda's conftest gives."""
+
+    def __init__(self, path, module, backend):
+        self.path = path
+        self.module = module
+        self.backend = backend
+        self.current = {}
+
+    def pytest_addoption(self, parser):
+        parser.addoption("--dump-failed-filechecks", action="store_true", default=False)
+
+    def _fixture(self):
+        import pytest
+
+        @pytest.fixture(scope="class")
+        def initialize_from_pytest_config(request):
+            request.cls._dump_failed_filechecks = request.config.getoption("dump_failed_filechecks")
+
+        return initialize_from_pytest_config
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._write({
+                "test": f"{self.module}::<collection>", "outcome": "error", "phase": "collect",
+                "seconds": 0.0, "message": _short(report),
+            })
+
+    def pytest_runtest_logreport(self, report):
+        rec = self.current.setdefault(report.nodeid, {"outcome": "passed", "seconds": 0.0, "message": ""})
+        rec["seconds"] += report.duration
+        if report.when == "call":
+            if report.skipped:
+                rec.update(outcome="skipped", message=_skip_reason(report))
+            elif report.failed:
+                rec.update(outcome="failed", phase="call", message=_short(report))
+        elif report.skipped and rec["outcome"] == "passed":
+            rec.update(outcome="skipped", message=_skip_reason(report))
+        elif report.failed and rec["outcome"] in ("passed", "skipped"):
+            rec.update(outcome="error", phase=report.when, message=_short(report))
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        rec = self.current.pop(nodeid, None)
+        if rec is not None:
+            self._write({"test": _canonical(nodeid, self.module), **rec})
+
+    def _write(self, rec):
+        rec["backend"] = self.backend
+        rec["seconds"] = round(rec["seconds"], 4)
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+
+
+def _canonical(nodeid, module):
+    """'…/cudapy/test_x.py::TestC::test_m' -> 'cudapy.test_x::TestC::test_m' (same on every machine)."""
+    return f"{_short_module(module)}::{nodeid.partition('::')[2]}"
+
+
+def _short(report):
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        text = crash.message
+    else:
+        text = str(report.longrepr)
+    text = text.strip()
+    return text[:1500]
+
+
+def _skip_reason(report):
+    lr = report.longrepr
+    if isinstance(lr, tuple) and len(lr) == 3:
+        return str(lr[2]).removeprefix("Skipped: ")[:300]
+    return str(lr)[:300]
+
+
+def child(module, backend, record, timeout):
+    """Run one test module under pytest in this process, on ``backend``."""
+    os.environ["COURSE_BACKEND"] = backend
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    sys.path.insert(0, str(ROOT))
+    import course  # noqa: F401  (chooses the backend, installs the engine on cpu, before numba loads)
+
+    assert course.BACKEND == backend, course.BACKEND
+    _install_filecheck_stub()
+    import pytest
+
+    rec = _Recorder(record, module, backend)
+    plugin = types.ModuleType("course_numba_sim_plugin")
+    plugin.initialize_from_pytest_config = rec._fixture()
+    plugin.pytest_addoption = rec.pytest_addoption
+    plugin.pytest_collectreport = rec.pytest_collectreport
+    plugin.pytest_runtest_logreport = rec.pytest_runtest_logreport
+    plugin.pytest_runtest_logfinish = rec.pytest_runtest_logfinish
+    empty_ini = pathlib.Path(record).with_suffix(".ini")
+    empty_ini.write_text("[pytest]\n")
+    args = [
+        "-c", str(empty_ini), "-p", "no:cacheprovider", "--import-mode=importlib", "-q", "-rN",
+        f"--timeout={timeout}", "--timeout-method=signal", "-W", "ignore", "--pyargs", module,
+    ]
+    return pytest.main(args, plugins=[plugin])
+
+
+# --------------------------------------------------------------------------------------------------
+# Parent: every module in a child process, then the report
+
+
+def _done_modules(raw):
+    done = set()
+    if raw.exists():
+        for line in raw.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("module_done"):
+                done.add(rec["module"])
+    return done
+
+
+def run_backend(backend, modules, timeout, module_budget, raw_dir):
+    """Run every module on one backend (resuming where a previous run stopped)."""
+    raw = raw_dir / f"{backend}.jsonl"
+    done = _done_modules(raw)
+    for i, module in enumerate(modules, 1):
+        if module in done:
+            continue
+        t0 = time.time()
+        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", module,
+               "--backend", backend, "--record", str(raw), "--timeout", str(timeout)]
+        env = dict(os.environ, COURSE_BACKEND=backend, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+        status = "ok"
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=raw_dir, capture_output=True, text=True, timeout=module_budget)
+            rc = proc.returncode
+            tail = (proc.stdout + proc.stderr)[-600:]
+        except subprocess.TimeoutExpired:
+            rc, status, tail = None, "module budget exceeded", ""
+        secs = time.time() - t0
+        # pytest exit codes: 0 all passed, 1 some failed, 5 none collected; anything else is a crash
+        if rc not in (0, 1, 5):
+            status = status if rc is None else f"child exited with {rc}"
+            with open(raw, "a") as fh:
+                fh.write(json.dumps({"test": f"{_short_module(module)}::<module>", "outcome": "error",
+                                     "phase": "runner", "seconds": round(secs, 2), "backend": backend,
+                                     "message": f"{status}: {tail}"}) + "\n")
+        with open(raw, "a") as fh:
+            fh.write(json.dumps({"module_done": True, "module": module, "seconds": round(secs, 2), "rc": rc}) + "\n")
+        print(f"[{backend}] {i:3d}/{len(modules)} {module:55s} rc={rc} {secs:7.1f} s", flush=True)
+
+
+def _short_module(module):
+    parts = module.split(".")
+    return f"{parts[-2]}.{parts[-1]}"
+
+
+def load_raw(raw_dir, backend):
+    """Per test: the record of one backend (last one wins), and per module: seconds."""
+    tests, modules = {}, {}
+    raw = raw_dir / f"{backend}.jsonl"
+    if not raw.exists():
+        return tests, modules
+    for line in raw.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("module_done"):
+            modules[rec["module"]] = rec["seconds"]
+        else:
+            tests[rec["test"]] = rec
+    return tests, modules
+
+
+# Why a test that passes on numba's simulator does not pass on the engine, decided by reading the
+# test and the engine's message.  Keys are test ids or module prefixes (longest match wins).
+# Categories: "engine bug", "intentional difference", "warp intrinsics now present", "test harness".
+CLASSIFIED: dict[str, tuple[str, str]] = {}
+
+# Messages that identify an intentional difference without reading the test.
+AUTO_RULES = [
+    ("barrier divergence", "intentional difference",
+     "strict barrier-divergence detection: threads of one block wait at different syncthreads() calls"),
+    ("finished without reaching it", "intentional difference",
+     "strict barrier detection: some threads exited before a syncthreads() the others wait at"),
+    ("is negative; CUDA has no", "intentional difference",
+     "negative indices are errors on the engine (numba's simulator wraps them like NumPy)"),
+]
+
+
+def classify(test, engine_rec):
+    best = None
+    for key, value in CLASSIFIED.items():
+        if test == key or test.startswith(key):
+            if best is None or len(key) > len(best[0]):
+                best = (key, value)
+    if best is not None:
+        return best[1]
+    msg = engine_rec.get("message", "") if engine_rec else ""
+    for needle, cat, why in AUTO_RULES:
+        if needle in msg:
+            return cat, why
+    return "unclassified", "not reviewed yet"
+
+
+def machine_facts():
+    import importlib.metadata as md
+
+    cpu = platform.processor() or ""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
+        "numba": md.version("numba"), "numba_cuda": md.version("numba-cuda"),
+        "numpy": md.version("numpy"), "greenlet": md.version("greenlet"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def report(raw_dir, out, modules_run, timeout):
+    """Merge both backends' raw records into one JSON file with counts and classified differences."""
+    stock, stock_mods = load_raw(raw_dir, "numba-sim")
+    eng, eng_mods = load_raw(raw_dir, "cpu")
+    names = sorted(set(stock) | set(eng))
+    counts = {}
+    for backend, recs in (("numba-sim", stock), ("cpu", eng)):
+        c = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0, "missing": 0}
+        for n in names:
+            r = recs.get(n)
+            if r is None:
+                c["missing"] += 1
+            else:
+                c[{"error": "errors"}.get(r["outcome"], r["outcome"])] += 1
+        c["seconds"] = round(sum((stock_mods if backend == "numba-sim" else eng_mods).values()), 1)
+        counts[backend] = c
+    per_test, regressions, improvements = [], [], []
+    for n in names:
+        s, e = stock.get(n), eng.get(n)
+        row = {"test": n,
+               "numba_sim": s["outcome"] if s else None, "cpu": e["outcome"] if e else None,
+               "numba_sim_s": s["seconds"] if s else None, "cpu_s": e["seconds"] if e else None}
+        per_test.append(row)
+        if s and s["outcome"] == "passed" and (e is None or e["outcome"] != "passed"):
+            cat, why = classify(n, e)
+            regressions.append({"test": n, "cpu": e["outcome"] if e else None, "category": cat, "reason": why,
+                                "engine_message": (e or {}).get("message", "")[:800]})
+        elif e and e["outcome"] == "passed" and (s is None or s["outcome"] != "passed"):
+            improvements.append({"test": n, "numba_sim": s["outcome"] if s else None,
+                                 "numba_sim_message": (s or {}).get("message", "")[:300]})
+    by_cat = {}
+    for r in regressions:
+        by_cat[r["category"]] = by_cat.get(r["category"], 0) + 1
+    doc = {
+        "what": ("numba-cuda's own simulator tests (numba/cuda/tests/cudapy and cudasim, NUMBA_ENABLE_CUDASIM=1) "
+                 "run on numba's stock simulator (COURSE_BACKEND=numba-sim) and on the course's CPU engine "
+                 "(COURSE_BACKEND=cpu); CPU-only runs, no GPU involved"),
+        "command": "python scripts/run_numba_sim_tests.py",
+        "machine": machine_facts(),
+        "per_test_timeout_s": timeout,
+        "modules": modules_run,
+        "counts": counts,
+        "passed_on_numba_sim_not_on_cpu": {"count": len(regressions), "by_category": by_cat, "tests": regressions},
+        "passed_on_cpu_not_on_numba_sim": {"count": len(improvements), "tests": improvements},
+        "tests": per_test,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{'backend':10s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'errors':>7s} {'missing':>8s} {'seconds':>9s}")
+    for b, c in counts.items():
+        print(f"{b:10s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d} {c['errors']:7d} {c['missing']:8d} {c['seconds']:9.1f}")
+    print(f"passed on numba-sim but not on the engine: {len(regressions)} {by_cat}")
+    print(f"passed on the engine but not on numba-sim: {len(improvements)}")
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+
+
+def main(argv=None):
+    """Command line: run the children (or be one), then write the report."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    p.add_argument("--modules", nargs="+", help="module names (test_warp_ops or numba.cuda.tests.cudapy.test_warp_ops)")
+    p.add_argument("--timeout", type=float, default=120, help="seconds per test (pytest-timeout)")
+    p.add_argument("--module-budget", type=float, default=1800, help="seconds per module before its child is killed")
+    p.add_argument("--raw-dir", type=pathlib.Path, default=RAW_DIR)
+    p.add_argument("--out", type=pathlib.Path, default=OUT)
+    p.add_argument("--fresh", action="store_true", help="forget earlier raw records of the chosen backends")
+    p.add_argument("--report-only", action="store_true")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--backend", help=argparse.SUPPRESS)
+    p.add_argument("--record", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        return child(a.child, a.backend, a.record, a.timeout)
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    a.raw_dir.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT))
+    all_modules = _all_modules_without_numba()
+    if a.modules:
+        wanted = {m.split(".")[-1] for m in a.modules}
+        modules = [m for m in all_modules if m.split(".")[-1] in wanted]
+    else:
+        modules = all_modules
+    if not a.report_only:
+        for backend in a.backends:
+            raw = a.raw_dir / f"{backend}.jsonl"
+            if a.fresh and raw.exists():
+                raw.unlink()
+            run_backend(backend, modules, a.timeout, a.module_budget, a.raw_dir)
+    report(a.raw_dir, a.out, [_short_module(m) for m in modules], a.timeout)
+    return 0
+
+
+def _all_modules_without_numba():
+    # find the test folders from numba_cuda's location without importing numba in this (parent) process
+    import importlib.util
+
+    spec = importlib.util.find_spec("numba_cuda")
+    base = pathlib.Path(spec.origin).parent / "numba" / "cuda" / "tests"
+    out = []
+    for pkg in PACKAGES:
+        folder = base / pkg.split(".")[-1]
+        out += [f"{pkg}.{p.stem}" for p in sorted(folder.glob("test_*.py"))]
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
