@@ -1,0 +1,69 @@
+"""course.chapters is the one list of chapters, and it agrees with the notebooks in notebooks/."""
+
+import re
+
+from course import chapters
+
+ROOT = chapters.NOTEBOOKS.parent
+
+
+def test_chapters_are_numbered_00_to_10_in_order():
+    assert [ch.number for ch in chapters.CHAPTERS] == list(range(11))
+    for ch in chapters.CHAPTERS:
+        assert re.fullmatch(rf"{ch.number:02d}_[a-z0-9_]+\.ipynb", ch.file), ch.file
+        assert ch.title and ch.title_zh and ch.seeds
+
+
+def test_the_brief_topics_are_in_their_places():
+    topics = {0: "start", 1: "programming model", 2: "warp", 3: "coalesc", 4: "bank", 5: "transpose",
+              6: "occupancy", 7: "reduction", 8: "stream", 9: "matrix multiply", 10: "measure"}
+    for number, word in topics.items():
+        assert word in chapters.chapter(number).title.lower(), (number, word)
+
+
+def test_every_notebook_is_a_listed_chapter():
+    listed = {ch.file for ch in chapters.CHAPTERS}
+    on_disk = sorted(p.name for p in chapters.NOTEBOOKS.glob("*.ipynb"))
+    strays = [name for name in on_disk if name not in listed]
+    assert not strays, (
+        f"notebooks/ holds {strays}, which course/chapters.py does not list; "
+        "rename the notebook to the chapter's file name, or change the entry in course/chapters.py"
+    )
+
+
+def test_exists_matches_the_disk():
+    on_disk = {p.name for p in chapters.NOTEBOOKS.glob("*.ipynb")}
+    for ch in chapters.CHAPTERS:
+        assert ch.exists == (ch.file in on_disk)
+    assert chapters.chapter(0).exists and chapters.chapter(1).exists
+
+
+def test_the_readme_and_makefile_open_chapter_00():
+    first = chapters.chapter(0).file
+    assert f"notebooks/{first}" in (ROOT / "Makefile").read_text()
+
+
+def test_seed_sections_name_real_seeds():
+    for ch in chapters.CHAPTERS[1:]:
+        for seed in re.findall(r"\b(\d{3}) §", ch.seeds):
+            assert seed in chapters.SEEDS, (ch.file, seed)
+    for key in chapters.NOT_TAUGHT:
+        assert key.split()[0] in chapters.SEEDS
+
+
+def test_map_marks_written_chapters():
+    text = repr(chapters.table())
+    html = chapters.table()._repr_html_()
+    for ch in chapters.CHAPTERS:
+        line = next(l for l in text.splitlines() if l.startswith(f"{ch.number:02d} "))
+        assert line.rstrip().endswith("yes" if ch.exists else "not yet")
+        assert ch.file in html
+
+
+def test_unknown_chapter_is_explained():
+    try:
+        chapters.chapter(42)
+    except KeyError as err:
+        assert "chapters 0 to 10" in str(err)
+    else:
+        raise AssertionError("chapter(42) should raise")
