@@ -252,3 +252,44 @@ def active_lanes_per_warp(shape, block) -> np.ndarray:
         inside = np.all(origin[:, None] + coords < extents[:, None], axis=0) & is_thread
         out.append(inside.reshape(lc.warps_per_block, WARP_SIZE).sum(axis=1))
     return np.concatenate(out)
+
+
+# --- launches whose memory counts the tracer and Nsight Compute must agree on ----------------------
+
+
+def _ncu_cases():
+    from course.kernels.cases import Case
+
+    def vec_args(rng, n=1000):
+        return (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32), np.zeros(n, np.float32), n)
+
+    def mat_args(rng, shape=(17, 64)):
+        a = rng.random(shape, dtype=np.float32)
+        return (a, rng.random(shape, dtype=np.float32), np.zeros(shape, np.float32))
+
+    no_shared = {k: 0 for k in ("shared_load_requests", "shared_load_wavefronts",
+                                "shared_store_requests", "shared_store_wavefronts")}
+    return [
+        # 1000 floats: 31 full warps + 1 warp of 8 lanes issue; the 3 warps past the end issue nothing.
+        # Each array is 1000 * 4 B = 4000 B = 125 sectors (31 * 4 + 1).
+        Case(name="basics.vector_add[n=1000,tpb=256]", kernel=vector_add, griddim=4, blockdim=256,
+             make_args=vec_args,
+             expect={"global_load_requests": 2 * 32, "global_load_sectors": 2 * 125,
+                     "global_store_requests": 32, "global_store_sectors": 125, **no_shared},
+             note="coalesced 1-D access; warps wholly past n issue no request", tags=("chapter01",)),
+        # 17 rows x 64 cols, blocks of 32 x 8: each active warp covers 32 floats (128 B, aligned) of one row;
+        # 17 rows * 2 warps per row = 34 warps issue, 4 sectors per request.
+        Case(name="basics.matrix_add[17x64,block=32x8]", kernel=matrix_add, griddim=(2, 3), blockdim=(32, 8),
+             make_args=mat_args,
+             expect={"global_load_requests": 2 * 34, "global_load_sectors": 2 * 34 * 4,
+                     "global_store_requests": 34, "global_store_sectors": 34 * 4, **no_shared},
+             note="2-D, x = col: each warp reads 128 contiguous bytes of a row", tags=("chapter01",)),
+    ]
+
+
+def __getattr__(name):
+    # NCU_CASES is built on first use, so that importing this module never needs course.kernels.cases.
+    if name == "NCU_CASES":
+        globals()["NCU_CASES"] = _ncu_cases()
+        return globals()["NCU_CASES"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
