@@ -62,12 +62,15 @@ TERMS = (
     Term("warp divergence", "线程束分化（Warp 发散）",
          "Lanes of one warp taking different branches, so the warp runs each path in turn.", 2),
     Term("active mask", "活跃掩码", "Which lanes of a warp take part in the current instruction.", 2),
+    Term("predication", "谓词执行", "Running both sides of a short branch with the results of one side masked off, "
+         "so no divergence occurs.", 2),
     Term("SM (streaming multiprocessor)", "流式多处理器",
          "One of the GPU's cores (132 on an H200): it holds resident blocks and issues their warps.", 2),
     # 03 — memory hierarchy and coalescing
     Term("register", "寄存器", "Per-thread storage inside the SM, the fastest there is.", 3),
     Term("local memory", "本地内存", "Per-thread memory that lives in device DRAM: where spilled registers go.", 3),
     Term("constant memory", "常量内存", "Read-only device memory with a cache that broadcasts one address to a warp.", 3),
+    Term("L1 cache", "L1 缓存", "The cache inside each SM, in the same storage as shared memory.", 3),
     Term("L2 cache", "L2 缓存", "The cache shared by all SMs, between them and device memory.", 3),
     Term("HBM", "高带宽内存", "High-bandwidth memory: the stacked DRAM an H200 uses as device memory.", 3),
     Term("latency", "延迟", "Time from issuing an access until its data arrives, in cycles or ns.", 3),
@@ -89,11 +92,11 @@ TERMS = (
          "Lanes of one request hitting different words of the same bank, so the request is served in several passes.", 4),
     Term("broadcast", "广播", "Many lanes reading the same word: served at once, not a conflict.", 4),
     Term("wavefront", "波前（访问轮次）", "One pass of a shared-memory request; an N-way conflict needs N.", 4),
+    Term("padding", "填充", "Extra columns in a shared tile ([32][33]) so a column's words fall in different banks.", 4),
+    Term("swizzling", "地址重排（XOR 重排）", "Permuting the column index (col ^ row) so a column spreads over all banks.", 4),
     Term("data race", "数据竞争", "Two threads touching one location, at least one writing, with no barrier between.", 4),
     # 05 — transpose
     Term("tiling", "分块", "Working on a tile of data staged in shared memory so global accesses stay coalesced.", 5),
-    Term("padding", "填充", "Extra columns in a shared tile ([32][33]) so a column's words fall in different banks.", 5),
-    Term("swizzling", "地址重排（XOR 重排）", "Permuting the column index (col ^ row) so a column spreads over all banks.", 5),
     # 06 — occupancy and latency hiding
     Term("occupancy", "占用率", "Active warps per SM divided by the most the SM can hold.", 6),
     Term("latency hiding", "延迟隐藏", "Keeping the SM busy with other ready warps while some wait for memory.", 6),
