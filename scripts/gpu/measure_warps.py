@@ -1,0 +1,230 @@
+"""Chapter 02 on the H200: divergence, its cures, and block sizes that are not a multiple of 32.
+
+    python scripts/gpu/measure_warps.py --out DIR        # on the GPU: writes DIR/warps_*.json
+    python scripts/gpu/measure_warps.py --dry-run --out DIR   # on the CPU: tiny sizes, checks only, no timing
+
+Every kernel is checked against its NumPy reference (awkward sizes, fresh random data) before it is
+timed.  Timings are CUDA-event medians over ``--reps`` launches after one warm-up launch.  The PTX
+and SASS of seed 002's even/odd branch are searched for branches and selects, to see whether the
+compiler already removed the branch the seed warns about.
+
+Benchmarks written (one JSON list each): warps_even_odd, warps_divergence, warps_block_size,
+warps_resources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata as md
+import json
+import os
+import pathlib
+import re
+import statistics
+import sys
+import time
+import uuid
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="directory for the JSON records")
+    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, no timing")
+    ap.add_argument("--reps", type=int, default=20)
+    return ap.parse_args()
+
+
+ARGS = parse()
+if ARGS.dry_run:
+    os.environ["COURSE_BACKEND"] = "cpu"
+
+import course  # noqa: E402  (chooses the backend before numba)
+from course import doctor  # noqa: E402
+from course.kernels import warps  # noqa: E402
+from numba import cuda  # noqa: E402
+
+GPU = course.backend.on_gpu()
+RUN = uuid.uuid4().hex[:12]
+FACTS = doctor.device_facts()
+RECORDS: dict = {}
+
+
+def _version(dist):
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return "not installed"
+
+
+def record(benchmark, variant, ms, reps, size, dtype, **extra):
+    """One record in the shared schema (ms: median of reps CUDA-event timings; None in a dry run)."""
+    rec = {
+        "benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype,
+        "device": FACTS.get("device", "cpu engine (dry run)"), "driver": FACTS.get("driver", "none"),
+        "numba_cuda": _version("numba-cuda"), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "run": RUN, "dry_run": not GPU,
+    }
+    rec.update(extra)
+    RECORDS.setdefault(benchmark, []).append(rec)
+    return rec
+
+
+def time_ms(launch, reps):
+    """Median milliseconds of ``launch()`` over reps CUDA-event timings, after one warm-up call."""
+    if not GPU:
+        launch()
+        return None
+    launch()
+    cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop))
+    return statistics.median(times)
+
+
+def first(value):
+    """numba returns a dict {signature: value} for unspecialised kernels; these have one signature."""
+    return next(iter(value.values())) if isinstance(value, dict) else value
+
+
+def code_of(kernel):
+    """(PTX, SASS) of a kernel's one compiled signature; SASS is '' where nvdisasm is missing."""
+    ptx = first(kernel.inspect_asm()) if GPU else ""
+    try:
+        sass = first(kernel.inspect_sass()) if GPU else ""
+    except Exception as exc:  # nvdisasm not on PATH
+        sass = f"(no SASS: {exc})"
+    return ptx, sass
+
+
+def branch_summary(ptx, sass):
+    """Counts of what the compiler made of a branch: conditional branches, selects, predicated ops."""
+    return {
+        "ptx_conditional_branches": len(re.findall(r"@%p\d+\s+bra", ptx)),
+        "ptx_selp": len(re.findall(r"\bselp\.", ptx)),
+        "sass_branches": len(re.findall(r"\bBRA\b", sass)),
+        "sass_predicated_fp": len(re.findall(r"@!?P\d+\s+F(ADD|MUL|FMA)", sass)),
+        "sass_fsel": len(re.findall(r"\bFSEL\b", sass)),
+    }
+
+
+def body_lines(sass, limit=60):
+    """The SASS instructions of the kernel, trimmed: enough to read what the branch became."""
+    keep = [ln.strip() for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    return keep[:limit]
+
+
+# --- the measurements ------------------------------------------------------------------------------------
+
+
+def check_all(rng):
+    """Every version against NumPy on awkward sizes, before anything is timed."""
+    sizes = [(1, 32), (33, 32), (300, 96), (1025, 128)] if not GPU else [(1, 32), (33, 32), (1025, 128), (1_000_003, 256)]
+    for name in warps.KERNELS:
+        for n, tpb in sizes:
+            for flags in (warps.FLAG_PATTERNS if name == "flag_branch" else ("random",)):
+                out, ref = warps.run(name, n, tpb, iters=16, rng=rng, flags=flags)
+                if not np.allclose(out, ref, rtol=1e-4, atol=1e-6):
+                    raise SystemExit(f"{name} n={n} block={tpb} flags={flags}: result differs from NumPy; not timing it")
+    print(f"checked {len(warps.KERNELS)} versions against NumPy on sizes {sizes}")
+
+
+def even_odd(rng):
+    n = 1 << 26 if GPU else 1 << 10
+    tpb = 256
+    a = cuda.to_device(rng.standard_normal(n).astype(np.float32))
+    b = cuda.to_device(rng.standard_normal(n).astype(np.float32))
+    out = cuda.device_array(n, np.float32)
+    blocks = -(-n // tpb)
+    for name in ("even_odd_branch", "even_odd_select"):
+        k = warps.KERNELS[name].kernel
+        ms = time_ms(lambda: k[blocks, tpb](a, b, out, n), ARGS.reps)
+        ptx, sass = code_of(k)
+        extra = branch_summary(ptx, sass) if GPU else {}
+        record("warps_even_odd", name, ms, ARGS.reps, n, "float32", threads_per_block=tpb,
+               gbps=(12 * n / ms / 1e6) if ms else None, sass_excerpt=body_lines(sass) if GPU else [], **extra)
+
+
+def divergence(rng):
+    n = 1 << 24 if GPU else 1 << 9
+    iters = 256 if GPU else 4
+    tpb = 256
+    x = cuda.to_device(rng.random(n).astype(np.float32))
+    out = cuda.device_array(n, np.float32)
+    blocks = -(-n // tpb)
+    flops_a, flops_b = 2, 3  # one FMA; a multiply and an FMA
+    for name in ("lane_branch", "warp_branch"):
+        k = warps.KERNELS[name].kernel
+        ms = time_ms(lambda: k[blocks, tpb](x, out, iters), ARGS.reps)
+        ptx, sass = code_of(k)
+        record("warps_divergence", name, ms, ARGS.reps, n, "float32", threads_per_block=tpb, iters=iters,
+               paths_per_warp=2 if name == "lane_branch" else 1,
+               tflops=(n * iters * (flops_a + flops_b) / 2 / ms / 1e9) if ms else None,
+               **(branch_summary(ptx, sass) if GPU else {}))
+    for pattern in ("zeros", "ones", "alternate", "random", "sorted"):
+        f = np.ones(n, np.int32) if pattern == "ones" else warps.flags_for(pattern, n, rng)
+        split = int((warps.warp_paths(f != 0) == 2).sum())
+        d_f = cuda.to_device(f)
+        k = warps.flag_branch
+        ms = time_ms(lambda: k[blocks, tpb](x, d_f, out, iters), ARGS.reps)
+        record("warps_divergence", f"flag_branch[{pattern}]", ms, ARGS.reps, n, "float32", threads_per_block=tpb,
+               iters=iters, split_warps=split, warps=n // 32, share_b=float(f.mean()))
+
+
+def block_sizes(rng):
+    n = 1 << 24 if GPU else 1 << 9
+    iters = 64 if GPU else 2
+    x = cuda.to_device(rng.random(n).astype(np.float32))
+    out = cuda.device_array(n, np.float32)
+    for tpb in warps.BLOCK_SIZES:
+        slots = warps.warp_slots(n, tpb)
+        ms = time_ms(lambda: warps.chain[slots["blocks"], tpb](x, out, iters), ARGS.reps)
+        record("warps_block_size", f"threads_per_block={tpb}", ms, ARGS.reps, n, "float32", threads_per_block=tpb,
+               iters=iters, blocks=slots["blocks"], warps=slots["warps"], busy_fraction=slots["busy_fraction"])
+
+
+def resources():
+    if not GPU:
+        return
+    for name, v in warps.KERNELS.items():
+        k = v.kernel
+        record("warps_resources", name, None, 0, 0, "float32", regs_per_thread=first(k.get_regs_per_thread()),
+               local_bytes_per_thread=first(k.get_local_mem_per_thread()))
+
+
+def main():
+    t0 = time.time()
+    rng = np.random.default_rng(2026)
+    print("device:", FACTS.get("device", FACTS["backend"]), "| run", RUN, "| dry run" if not GPU else "")
+    check_all(rng)
+    even_odd(rng)
+    divergence(rng)
+    block_sizes(rng)
+    resources()
+    out = pathlib.Path(ARGS.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for bench, recs in RECORDS.items():
+        (out / f"{bench}.json").write_text(json.dumps(recs, indent=1, default=float))
+    print(f"\n{'benchmark':18} {'variant':28} {'ms':>9}  extra")
+    for bench, recs in RECORDS.items():
+        for r in recs:
+            ms = "—" if r["ms"] is None else f"{r['ms']:.4f}"
+            extra = {k: r[k] for k in ("gbps", "tflops", "split_warps", "warps", "sass_branches", "ptx_selp",
+                                       "regs_per_thread") if r.get(k) is not None}
+            print(f"{bench:18} {r['variant']:28} {ms:>9}  {extra}")
+    print(f"wrote {sum(map(len, RECORDS.values()))} records to {out} in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
