@@ -351,6 +351,14 @@ def fma_latency(x, steps, out_f, out):
     out[1] = t1 - t0
 
 
+@cuda.jit
+def scatter(dst, pos, val):
+    """dst[pos[k]] = val[k]: writes a sparse chain into a big device array without copying all of it."""
+    k = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if k < pos.size:
+        dst[pos[k]] = val[k]
+
+
 # --- host side: chains and references --------------------------------------------------------------------
 
 
@@ -483,7 +491,7 @@ def random_particles(n: int, rng: np.random.Generator) -> np.ndarray:
 
 def to_soa(p: np.ndarray) -> np.ndarray:
     """The same particles as an (8, n) struct of arrays."""
-    return np.ascontiguousarray(p.T)
+    return p.T.copy()  # a copy even for n = 1, where p.T would already count as contiguous
 
 
 # --- arithmetic: sectors per request, by hand -------------------------------------------------------------

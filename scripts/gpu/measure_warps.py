@@ -24,6 +24,7 @@ import re
 import statistics
 import sys
 import time
+import traceback
 import uuid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -194,7 +195,7 @@ def block_sizes(rng):
                iters=iters, blocks=slots["blocks"], warps=slots["warps"], busy_fraction=slots["busy_fraction"])
 
 
-def resources():
+def resources(rng=None):
     if not GPU:
         return
     for name, v in warps.KERNELS.items():
@@ -208,10 +209,13 @@ def main():
     rng = np.random.default_rng(2026)
     print("device:", FACTS.get("device", FACTS["backend"]), "| run", RUN, "| dry run" if not GPU else "")
     check_all(rng)
-    even_odd(rng)
-    divergence(rng)
-    block_sizes(rng)
-    resources()
+    failed = []
+    for step in (even_odd, divergence, block_sizes, resources):
+        try:  # one failing part must not lose the others' records
+            step(rng)
+        except Exception:
+            traceback.print_exc()
+            failed.append(step.__name__)
     out = pathlib.Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
     for bench, recs in RECORDS.items():
@@ -224,6 +228,8 @@ def main():
                                        "regs_per_thread") if r.get(k) is not None}
             print(f"{bench:18} {r['variant']:28} {ms:>9}  {extra}")
     print(f"wrote {sum(map(len, RECORDS.values()))} records to {out} in {time.time() - t0:.1f} s")
+    if failed:
+        raise SystemExit(f"failed: {', '.join(failed)} (tracebacks above)")
 
 
 if __name__ == "__main__":
