@@ -1,0 +1,686 @@
+"""Summing a float32 array (归约, reduction): seed 003's case study rebuilt step by step, then further.
+
+Versions, in teaching order (each line: the idea).  Seed 003 §5 tells steps 1–4 ("1M floats: 12 ms →
+5 ms → 3.2 ms → 2.8 ms"); chapter 07 measures every one on the H200.
+
+1. ``atomic_b64``         one element per thread, each added straight into ``out[0]`` with an atomic;
+                          64 threads per block (seed: "Block=64, Grid=15625", 12 ms).
+2. ``atomic_b256``        the same kernel with 256 threads per block (seed: 5 ms, "occupancy 25 % → 62 %").
+3. ``atomic_float4``      each thread reads 4 neighbouring floats with one 16-byte load (float4) and
+                          adds their sum with one atomic: a quarter of the load instructions and atomics
+                          (seed: 3.2 ms).
+4. ``block_interleaved``  each block sums its values in shared memory first, one atomic per block
+                          (seed: 2.8 ms); the tree uses interleaved addressing, ``tid % (2*stride) == 0``:
+                          the active threads are spread over every warp (divergence, 分支分化).
+5. ``block_strided``      interleaved addressing with ``index = 2*stride*tid``: active threads packed
+                          into few warps, but their shared accesses hit the same banks (存储体冲突).
+6. ``block_sequential``   sequential addressing, ``s[tid] += s[tid + stride]``: contiguous threads,
+                          contiguous words, no conflicts.
+7. ``unrolled``           seed 001 §3.2's loop unrolling: each thread first sums 4 float4 loads into 4
+                          independent accumulators (16 elements), so 4 loads are in flight per thread.
+8. ``warp_shuffle``       the tree's last 5 levels inside a warp with ``shfl_down_sync`` (register to
+                          register, no shared memory, no barrier); shared memory only between warps.
+9. ``grid_stride``        a grid sized to the GPU (a few blocks per SM), each thread looping over the
+                          array with U independent 16-byte loads in flight, one atomic per block.
+10. ``two_pass``          the same first pass writing one partial sum per block, then one block sums
+                          the partials: no atomics, the same answer every run (deterministic).
+
+``REDUCTION_VERSIONS`` holds them in that order; ``grid_stride_version`` builds the other vector
+widths, unroll factors and block sizes that ``scripts/gpu/bench_reduction.py`` sweeps.  ``reference``
+is NumPy's float64 sum; ``tolerance`` says how far a float32 sum may honestly be from it.
+``NCU_CASES`` are small launches whose memory counts the tracer and Nsight Compute compare.
+
+numba has no ``float4`` array type; ``vector_load(4)`` is a 20-line numba intrinsic that emits one
+``ld.global.v4.f32`` (SASS ``LDG.E.128``) on the GPU.  On the CPU engine it reads the same 16 bytes
+through a 16-byte structured view of the array, so the tracer sees one 16-byte access per thread.
+
+Defined for chapter 07 (notebooks/07_reduction.ipynb); chapter 06 uses the grid-stride kernels for
+its occupancy and latency-hiding sweeps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import course  # noqa: F401  (chooses the backend before numba is imported)
+from numba import cuda, float32
+
+FULL_MASK = 0xFFFFFFFF
+WARP = 32
+U_ROUND = 2.0**-24  # unit roundoff of float32
+
+#: Seed 003's times for summing "1M floats" (its case study), in teaching order of versions 1–4.
+SEED_MS = {"atomic_b64": 12.0, "atomic_b256": 5.0, "atomic_float4": 3.2, "block_interleaved": 2.8}
+#: Seed 003's occupancy figures for the same steps (its GPU; the chapter recomputes them).
+SEED_OCCUPANCY = {"atomic_b64": 0.25, "atomic_b256": 0.62}
+
+
+def reference(a: np.ndarray) -> float:
+    """The answer every version is compared with: the sum in float64."""
+    return float(np.sum(np.asarray(a, dtype=np.float64)))
+
+
+def tolerance(a: np.ndarray) -> float:
+    """How far a float32 sum of ``a`` may be from the float64 sum: 4·√n·u·Σ|aᵢ| (u = 2⁻²⁴).
+
+    Each float32 addition is off by at most u times its result, and no partial sum exceeds Σ|aᵢ|.
+    Summed over a chain of up to n additions, independent rounding errors grow like √n (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §4.2), so 4·√n·u·Σ|aᵢ| sits several standard
+    deviations above what any order of summation gives — atomics in any order included — while a
+    float16 accumulator or a lost block is far outside it.  Integer-valued data, whose float32 sums
+    are exact below 2²⁴, pins down the answer exactly (the tests use both).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    return 4.0 * math.sqrt(max(a.size, 1)) * U_ROUND * float(np.sum(np.abs(a))) + 1e-30
+
+
+# --------------------------------------------------------------------------------------------------
+# Vector loads: one ld.global.v{2,4}.f32 instruction for 2 or 4 neighbouring floats
+
+
+def _gpu_vector_load(width):
+    """A numba intrinsic: ``vector_load(width)(a, i)`` reads a[width*i : width*i+width] in one instruction."""
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def load(typingctx, arr, idx):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float32
+                and arr.layout == "C" and isinstance(idx, types.Integer)):
+            return None
+        ret = arr.dtype if width == 1 else types.UniTuple(arr.dtype, width)
+
+        def codegen(context, builder, sig, args):
+            aty, ity = sig.args
+            a, i = args
+            data = context.make_array(aty)(context, builder, value=a).data
+            i64 = context.cast(builder, i, ity, types.int64)
+            ptr = builder.gep(data, [builder.mul(i64, ir.Constant(ir.IntType(64), width))])
+            if width == 1:
+                return builder.load(ptr, align=4)
+            vec = ir.VectorType(ir.FloatType(), width)
+            # align = 4*width tells the compiler the address is a multiple of the vector size: one
+            # wide load instead of `width` narrow ones (the host checks the array's alignment)
+            v = builder.load(builder.bitcast(ptr, vec.as_pointer()), align=4 * width)
+            parts = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(width)]
+            return context.make_tuple(builder, ret, parts)
+
+        return ret(arr, idx), codegen
+
+    return load
+
+
+_VIEWS: dict = {}
+
+
+def _cpu_vector_load(width):
+    """The CPU engine's twin of the intrinsic: the same bytes read as one ``4*width``-byte element."""
+    vec = np.dtype([(f"f{k}", np.float32) for k in range(width)])
+
+    def load(a, i):
+        if width == 1:
+            return a[i]
+        make_view = getattr(a, "_view", None)
+        if make_view is None:  # numba's stock simulator: no byte-level view, read element by element
+            return tuple(a[width * i + k] for k in range(width))
+        key = id(a)
+        hit = _VIEWS.get(key)
+        if hit is None or hit[0] is not a:
+            if len(_VIEWS) > 64:
+                _VIEWS.clear()
+            m = a.a.shape[0] // width
+            hit = _VIEWS[key] = (a, make_view(a.a[: m * width].view(vec)))
+        rec = hit[1][i]
+        return tuple(rec[k] for k in range(width))
+
+    return load
+
+
+def vector_load(width: int):
+    """``load(a, i)`` → a[width*i], …, a[width*i + width-1] as one load (width 1, 2 or 4; float32, contiguous)."""
+    if width not in (1, 2, 4):
+        raise ValueError(f"vector_load: width {width} is not 1, 2 or 4 (4 floats = 16 bytes, the widest load).")
+    cache = _LOADS.setdefault(course.on_gpu(), {})
+    if width not in cache:
+        cache[width] = _gpu_vector_load(width) if course.on_gpu() else _cpu_vector_load(width)
+    return cache[width]
+
+
+_LOADS: dict = {}
+load_float4 = vector_load(4)
+
+
+def _aligned(d_a, width: int) -> bool:
+    """True when a device array's data starts on a multiple of ``4*width`` bytes (wide loads need it)."""
+    iface = getattr(d_a, "__cuda_array_interface__", None)
+    if iface is None:
+        return True  # a host array on the CPU engine: nothing to fault
+    return iface["data"][0] % (4 * width) == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# 1–2. one element per thread, one atomic per element
+
+
+@cuda.jit
+def atomic_each(a, out):
+    """Seed 003 step 1–2: thread i adds a[i] straight into out[0]; every element is one atomic."""
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        cuda.atomic.add(out, 0, a[i])
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. float4 loads
+
+
+@cuda.jit
+def atomic_float4(a, out):
+    """Seed 003 step 3: thread q reads a[4q:4q+4] in one 16-byte load and adds their sum with one atomic."""
+    q = cuda.grid(1)
+    n = a.shape[0]
+    n4 = n // 4
+    if q < n4:
+        x, y, z, w = load_float4(a, q)
+        cuda.atomic.add(out, 0, (x + y) + (z + w))
+    j = 4 * n4 + q  # the n % 4 elements past the last whole float4: the first threads take one each
+    if j < n:
+        cuda.atomic.add(out, 0, a[j])
+
+
+# --------------------------------------------------------------------------------------------------
+# 4–6. a block-level tree in shared memory, one atomic per block
+
+TREE_THREADS = 256
+
+
+@cuda.jit(device=True)
+def float4_or_tail(a, q):
+    """Thread q's value: the sum of float4 number q, plus element 4·n4 + q when that is one of the n % 4 leftovers."""
+    n = a.shape[0]
+    n4 = n // 4
+    v = float32(0)
+    if q < n4:
+        x, y, z, w = load_float4(a, q)
+        v = (x + y) + (z + w)
+    j = 4 * n4 + q
+    if j < n:
+        v += a[j]
+    return v
+
+
+@cuda.jit
+def block_interleaved(a, out):
+    """Seed 003 step 4: a shared-memory tree, interleaved addressing; thread tid works while tid % (2·stride) == 0."""
+    s = cuda.shared.array(TREE_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s[tid] = float4_or_tail(a, cuda.blockIdx.x * TREE_THREADS + tid)
+    cuda.syncthreads()
+    stride = 1
+    while stride < TREE_THREADS:
+        if tid % (2 * stride) == 0:  # active threads 0, 2, 4 … then 0, 4, 8 …: every warp stays busy
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+@cuda.jit
+def block_strided(a, out):
+    """Interleaved addressing without divergence: thread tid adds s[2·stride·tid + stride] into s[2·stride·tid]."""
+    s = cuda.shared.array(TREE_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s[tid] = float4_or_tail(a, cuda.blockIdx.x * TREE_THREADS + tid)
+    cuda.syncthreads()
+    stride = 1
+    while stride < TREE_THREADS:
+        index = 2 * stride * tid  # threads 0 … 127, then 0 … 63: whole warps idle, but lanes 2·stride words apart
+        if index < TREE_THREADS:
+            s[index] += s[index + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+@cuda.jit
+def block_sequential(a, out):
+    """Sequential addressing: the first half of the threads add the second half, halving each step."""
+    s = cuda.shared.array(TREE_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s[tid] = float4_or_tail(a, cuda.blockIdx.x * TREE_THREADS + tid)
+    cuda.syncthreads()
+    stride = TREE_THREADS // 2
+    while stride > 0:
+        if tid < stride:  # contiguous threads read contiguous words: 32 banks, no conflict
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+# --------------------------------------------------------------------------------------------------
+# 7. loop unrolling with independent accumulators (seed 001 §3.2)
+
+UNROLL = 4
+
+
+@cuda.jit
+def unrolled(a, out):
+    """Each thread sums 4 float4 loads (16 floats) into 4 independent accumulators, then the sequential tree."""
+    s = cuda.shared.array(TREE_THREADS, float32)
+    tid = cuda.threadIdx.x
+    n = a.shape[0]
+    n4 = n // 4
+    base = cuda.blockIdx.x * (TREE_THREADS * UNROLL) + tid  # this thread's quads: base, base+256, base+512, base+768
+    sum0 = float32(0)
+    sum1 = float32(0)
+    sum2 = float32(0)
+    sum3 = float32(0)
+    # four loads that do not depend on each other: all four are in flight at once
+    if base < n4:
+        x, y, z, w = load_float4(a, base)
+        sum0 = (x + y) + (z + w)
+    if base + TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + TREE_THREADS)
+        sum1 = (x + y) + (z + w)
+    if base + 2 * TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + 2 * TREE_THREADS)
+        sum2 = (x + y) + (z + w)
+    if base + 3 * TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + 3 * TREE_THREADS)
+        sum3 = (x + y) + (z + w)
+    j = 4 * n4 + cuda.blockIdx.x * TREE_THREADS + tid
+    if cuda.blockIdx.x == 0 and j < n:
+        sum0 += a[j]
+    s[tid] = (sum0 + sum1) + (sum2 + sum3)
+    cuda.syncthreads()
+    stride = TREE_THREADS // 2
+    while stride > 0:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+# --------------------------------------------------------------------------------------------------
+# 8. warp shuffles
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    """Sum v over the 32 lanes of a warp with shfl_down_sync: lane 0 ends with the total (5 steps)."""
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_down_sync(FULL_MASK, v, offset)  # lane i adds lane i+offset's value, register to register
+        offset //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def block_sum(v):
+    """Sum v over the block: shuffles inside each warp, one shared word per warp, shuffles again; thread 0 gets it."""
+    partial = cuda.shared.array(WARP, float32)
+    lane = cuda.threadIdx.x % WARP
+    warp = cuda.threadIdx.x // WARP
+    v = warp_sum(v)
+    if lane == 0:
+        partial[warp] = v
+    cuda.syncthreads()
+    total = float32(0)
+    if warp == 0:
+        nwarps = (cuda.blockDim.x + WARP - 1) // WARP
+        if lane < nwarps:
+            total = partial[lane]
+        total = warp_sum(total)
+    return total
+
+
+@cuda.jit
+def warp_shuffle(a, out):
+    """Version 7's loads and accumulators, then block_sum: shuffles instead of 8 shared-memory tree levels."""
+    tid = cuda.threadIdx.x
+    n = a.shape[0]
+    n4 = n // 4
+    base = cuda.blockIdx.x * (TREE_THREADS * UNROLL) + tid
+    sum0 = float32(0)
+    sum1 = float32(0)
+    sum2 = float32(0)
+    sum3 = float32(0)
+    if base < n4:
+        x, y, z, w = load_float4(a, base)
+        sum0 = (x + y) + (z + w)
+    if base + TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + TREE_THREADS)
+        sum1 = (x + y) + (z + w)
+    if base + 2 * TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + 2 * TREE_THREADS)
+        sum2 = (x + y) + (z + w)
+    if base + 3 * TREE_THREADS < n4:
+        x, y, z, w = load_float4(a, base + 3 * TREE_THREADS)
+        sum3 = (x + y) + (z + w)
+    j = 4 * n4 + cuda.blockIdx.x * TREE_THREADS + tid
+    if cuda.blockIdx.x == 0 and j < n:
+        sum0 += a[j]
+    total = block_sum((sum0 + sum1) + (sum2 + sum3))
+    if tid == 0:
+        cuda.atomic.add(out, 0, total)
+
+
+# --------------------------------------------------------------------------------------------------
+# 9–10. a grid sized to the GPU: grid-stride loops, many loads in flight; one or two passes
+
+_GRID_STRIDE: dict = {}
+_load1 = vector_load(1)
+_load2 = vector_load(2)
+
+
+@cuda.jit(device=True)
+def load_sum1(a, i):
+    """a[i] (one 4-byte load)."""
+    return _load1(a, i)
+
+
+@cuda.jit(device=True)
+def load_sum2(a, i):
+    """a[2i] + a[2i+1] from one 8-byte load."""
+    x, y = _load2(a, i)
+    return x + y
+
+
+@cuda.jit(device=True)
+def load_sum4(a, i):
+    """a[4i] + … + a[4i+3] from one 16-byte load."""
+    x, y, z, w = load_float4(a, i)
+    return (x + y) + (z + w)
+
+
+LOAD_SUM = {1: load_sum1, 2: load_sum2, 4: load_sum4}
+
+
+def grid_stride_kernel(width=4, unroll=4, partials=False):
+    """A grid-stride sum: ``unroll`` independent ``width``-float loads in flight per thread, block_sum, then one
+    atomic per block (``partials=False``) or one partial sum per block written to ``out[blockIdx.x]``."""
+    key = (width, unroll, partials, course.on_gpu())
+    if key in _GRID_STRIDE:
+        return _GRID_STRIDE[key]
+    load_sum = LOAD_SUM[width]
+    W, U = width, unroll
+
+    @cuda.jit
+    def grid_stride_sum(a, out):
+        """Each thread strides over the vectors by the grid size, ``U`` loads at a time, into ``U`` accumulators."""
+        n = a.shape[0]
+        nv = n // W  # whole vectors
+        tid = cuda.threadIdx.x
+        q = cuda.blockIdx.x * cuda.blockDim.x + tid
+        stride = cuda.gridDim.x * cuda.blockDim.x
+        acc = cuda.local.array(U, float32)  # indexed by unrolled constants only: stays in registers
+        for k in range(U):
+            acc[k] = 0
+        i = q
+        full = nv - (U - 1) * stride  # below this, all U vectors i, i+stride, … exist: no bound checks
+        while i < full:
+            for k in range(U):  # U independent loads, all issued before the first add needs one
+                acc[k] += load_sum(a, i + k * stride)
+            i += U * stride
+        while i < nv:  # the last partial round
+            acc[0] += load_sum(a, i)
+            i += stride
+        j = nv * W + q  # the n % W floats after the last whole vector
+        if j < n:
+            acc[0] += a[j]
+        v = acc[0]
+        for k in range(1, U):
+            v += acc[k]
+        total = block_sum(v)
+        if tid == 0:
+            if partials:
+                out[cuda.blockIdx.x] = total
+            else:
+                cuda.atomic.add(out, 0, total)
+
+    grid_stride_sum.width = width
+    grid_stride_sum.unroll = unroll
+    _GRID_STRIDE[key] = grid_stride_sum
+    return grid_stride_sum
+
+
+@cuda.jit
+def finish_partials(partials, out):
+    """Second pass of ``two_pass``: one block sums the per-block partials and writes out[0] (no atomic)."""
+    v = float32(0)
+    i = cuda.threadIdx.x
+    while i < partials.shape[0]:
+        v += partials[i]
+        i += cuda.blockDim.x
+    total = block_sum(v)
+    if cuda.threadIdx.x == 0:
+        out[0] = total
+
+
+# --------------------------------------------------------------------------------------------------
+# Launching: grid sizes, zeroing out[0], the registry
+
+
+def sm_count() -> int:
+    """SMs of the GPU in use; on the CPU the engine's stand-in (1: one block per 'SM' keeps CPU runs short)."""
+    if course.on_gpu():
+        return cuda.get_current_device().MULTIPROCESSOR_COUNT
+    return 1
+
+
+def _zero(d_out):
+    """out[0] = 0 before an atomic version adds into it (a memset on the GPU: no kernel launch)."""
+    if course.on_gpu():
+        from numba.cuda.cudadrv.driver import device_memset
+
+        device_memset(d_out, 0, 4)
+    elif isinstance(d_out, np.ndarray):
+        d_out[:1] = 0
+    else:
+        d_out.copy_to_device(np.zeros(d_out.shape, np.float32))
+
+
+def _blocks(n_items: int, per_block: int) -> int:
+    return max(1, -(-n_items // per_block))
+
+
+@dataclass(frozen=True)
+class Version:
+    """One reduction version: its kernel(s), threads_per_block, one-line idea, and how blocks_per_grid follows from n.
+
+    ``launcher(d_a, d_out)`` allocates what the version needs once and returns a no-argument function that
+    runs the whole reduction (zeroing ``out[0]`` first where it adds with atomics), so a benchmark times
+    exactly the work of one sum.
+    """
+
+    name: str
+    idea: str
+    kernel: object
+    threads: int
+    blocks: Callable  # (n, version) -> blocks_per_grid
+    seed_step: str = ""
+    width: int = 1  # floats per load (the array must be aligned to 4·width bytes)
+    atomics: bool = True
+    finish: object = None  # second-pass kernel (two_pass)
+    family: str = ""
+    params: dict = field(default_factory=dict)
+
+    def griddim(self, n: int) -> int:
+        """blocks_per_grid for an array of n floats."""
+        return int(self.blocks(n, self))
+
+    @property
+    def kernels(self) -> tuple:
+        """Every kernel this version launches (for resource and occupancy reports)."""
+        return (self.kernel,) if self.finish is None else (self.kernel, self.finish)
+
+    def launcher(self, d_a, d_out):
+        """A function that sums device array ``d_a`` into ``d_out[0]`` each time it is called."""
+        if getattr(d_a, "ndim", 1) != 1 or np.dtype(d_a.dtype) != np.float32:
+            raise ValueError(
+                f"reduction {self.name}: expected a 1-D float32 array, got shape {getattr(d_a, 'shape', '?')} "
+                f"dtype {d_a.dtype}. Convert with np.ascontiguousarray(a, dtype=np.float32).ravel()."
+            )
+        if self.width > 1 and not _aligned(d_a, self.width):
+            raise ValueError(
+                f"reduction {self.name}: its {4 * self.width}-byte loads need the array to start on a multiple of "
+                f"{4 * self.width} bytes, and this one does not (a slice of another array?). Pass a fresh array "
+                "(cuda.to_device(a)) or use a version with 4-byte loads."
+            )
+        n = int(d_a.shape[0])
+        grid = self.griddim(n)
+        kernel, threads = self.kernel, self.threads
+        if self.finish is not None:
+            partials = cuda.device_array(grid, np.float32) if course.on_gpu() else np.zeros(grid, np.float32)
+            finish = self.finish
+
+            def run():
+                kernel[grid, threads](d_a, partials)
+                finish[1, 1024 if course.on_gpu() else 64](partials, d_out)
+
+            return run
+
+        def run():
+            _zero(d_out)
+            kernel[grid, threads](d_a, d_out)
+
+        return run
+
+    def run(self, a: np.ndarray) -> float:
+        """Sum host array ``a`` with this version (on the GPU or the CPU engine) and return the float32 result."""
+        a = np.ascontiguousarray(a, dtype=np.float32).ravel()
+        if a.size == 0:
+            return 0.0
+        if course.on_gpu():
+            d_a = cuda.to_device(a)
+            d_out = cuda.device_array(1, np.float32)
+            self.launcher(d_a, d_out)()
+            return float(d_out.copy_to_host()[0])
+        out = np.zeros(1, np.float32)
+        self.launcher(a, out)()
+        return float(out[0])
+
+
+def _per_thread(n, v):
+    return _blocks(n, v.threads)
+
+
+def _per_float4(n, v):
+    return _blocks(max(n // 4, n % 4), v.threads)
+
+
+def _per_16(n, v):
+    # 16 floats per thread (4 float4), and the block-0 threads also take the n % 4 leftovers
+    return _blocks(max(-(-n // 4), 1), v.threads * UNROLL)
+
+
+def _resident(blocks_per_sm):
+    """blocks_per_grid = blocks_per_sm × SMs, but never more blocks than there is work for."""
+
+    def blocks(n, v):
+        per_block = v.threads * v.width * v.params.get("unroll", 1)
+        return max(1, min(blocks_per_sm * sm_count(), -(-n // per_block)))
+
+    return blocks
+
+
+def grid_stride_version(width=4, unroll=4, threads=256, blocks_per_sm=4, name=None, two_pass=False) -> Version:
+    """Version 9 (or 10 with ``two_pass``) for a given vector width, unroll, block size and blocks per SM."""
+    name = name or f"{'two_pass' if two_pass else 'grid_stride'}_w{width}_u{unroll}_t{threads}_b{blocks_per_sm}"
+    kernel = grid_stride_kernel(width, unroll, partials=two_pass)
+    idea = (f"{blocks_per_sm} blocks/SM of {threads}, grid-stride, {unroll} loads of {4 * width} B in flight "
+            + ("per thread; per-block partials, then one block sums them" if two_pass else "per thread, one atomic per block"))
+    return Version(name, idea, kernel, threads, _resident(blocks_per_sm), width=width, atomics=not two_pass,
+                   finish=finish_partials if two_pass else None, family="two_pass" if two_pass else "grid_stride",
+                   params={"width": width, "unroll": unroll, "threads": threads, "blocks_per_sm": blocks_per_sm})
+
+
+REDUCTION_VERSIONS = {
+    v.name: v
+    for v in (
+        Version("atomic_b64", "one element per thread, one atomic each, 64 threads per block",
+                atomic_each, 64, _per_thread, seed_step="003 §5 step 1 (12 ms)", family="atomic"),
+        Version("atomic_b256", "the same kernel, 256 threads per block",
+                atomic_each, 256, _per_thread, seed_step="003 §5 step 2 (5 ms)", family="atomic"),
+        Version("atomic_float4", "4 floats per thread in one 16-byte load, one atomic per thread",
+                atomic_float4, 256, _per_float4, seed_step="003 §5 step 3 (3.2 ms)", width=4, family="atomic"),
+        Version("block_interleaved", "a shared-memory tree per block, interleaved addressing (divergent), one atomic per block",
+                block_interleaved, TREE_THREADS, _per_float4, seed_step="003 §5 step 4 (2.8 ms)", width=4, family="tree"),
+        Version("block_strided", "interleaved addressing with index = 2·stride·tid: no divergence, bank conflicts",
+                block_strided, TREE_THREADS, _per_float4, width=4, family="tree"),
+        Version("block_sequential", "sequential addressing: no divergence, no bank conflicts",
+                block_sequential, TREE_THREADS, _per_float4, width=4, family="tree"),
+        Version("unrolled", "4 float4 loads per thread into 4 independent accumulators, then the tree (seed 001 §3.2)",
+                unrolled, TREE_THREADS, _per_16, width=4, family="tree"),
+        Version("warp_shuffle", "version 7 with shfl_down_sync inside each warp; shared memory only between warps",
+                warp_shuffle, TREE_THREADS, _per_16, width=4, family="shuffle"),
+        grid_stride_version(4, 4, 256, 4, name="grid_stride"),
+        grid_stride_version(4, 4, 256, 4, name="two_pass", two_pass=True),
+    )
+}
+
+
+def sweep_candidates() -> list:
+    """Kernels for the benchmark's sweep: every vector width × unroll (compiled once each); the launch
+    parameters (threads, blocks per SM) are swept by ``sweep_launches``."""
+    return [(w, u) for w in (1, 2, 4) for u in (1, 2, 4, 8)]
+
+
+def sweep_launches() -> list:
+    """(threads_per_block, blocks_per_sm) pairs the benchmark tries for each sweep kernel."""
+    out = []
+    for threads in (128, 256, 512, 1024):
+        for bps in (1, 2, 4, 8, 16, 32):
+            if threads * bps <= 2048:  # more would not be resident at once anyway
+                out.append((threads, bps))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardware-count validation cases (course.kernels.cases.Case)
+
+
+def _ncu_cases():
+    from course.kernels.cases import Case
+
+    n = 4096  # 1024 float4: 4 blocks of 256 for versions 3–6, every warp whole, no leftovers
+
+    def make_args(rng):
+        return (rng.standard_normal(n).astype(np.float32), np.zeros(1, np.float32))
+
+    # Hand counts: one 16-byte load per thread, 32 lanes × 16 B = 512 B = 16 sectors per request;
+    # 1024 threads = 32 warps = 32 requests.
+    float4_loads = {"global_load_requests": 32, "global_load_sectors": 512}
+    cases = [
+        Case("reduction_atomic_b256", atomic_each, n // 256, 256, make_args,
+             expect={"global_load_requests": n // 32, "global_load_sectors": n // 32 * 4},
+             note="one 4-byte load per thread: 4 sectors per request; one atomic per element", tags=("reduction",)),
+    ]
+    for name in ("atomic_float4", "block_interleaved", "block_strided", "block_sequential"):
+        v = REDUCTION_VERSIONS[name]
+        cases.append(Case(f"reduction_{name}", v.kernel, v.griddim(n), v.threads, make_args, expect=dict(float4_loads),
+                          note=f"reduction {name} of {n} floats: {v.idea}", tags=("reduction",)))
+    v = REDUCTION_VERSIONS["warp_shuffle"]
+    cases.append(Case("reduction_warp_shuffle", v.kernel, v.griddim(n), v.threads, make_args, expect=dict(float4_loads),
+                      note=f"reduction warp_shuffle of {n} floats: {v.idea}", tags=("reduction",)))
+    return cases
+
+
+def __getattr__(name):
+    # NCU_CASES is built on first use, so that importing this module never needs course.kernels.cases.
+    if name == "NCU_CASES":
+        cases = _ncu_cases()
+        globals()["NCU_CASES"] = cases
+        return cases
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
