@@ -346,13 +346,37 @@ def latency_sweep(rng):
                cycles_per_step=cyc, steps=steps, loads="default (L1 and L2)")
 
 
+DEVICE_ATTRIBUTES = (
+    "MULTIPROCESSOR_COUNT", "WARP_SIZE", "MAX_THREADS_PER_BLOCK", "MAX_GRID_DIM_X", "MAX_GRID_DIM_Y",
+    "MAX_GRID_DIM_Z", "MAX_THREADS_PER_MULTIPROCESSOR", "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "MAX_REGISTERS_PER_BLOCK", "MAX_REGISTERS_PER_MULTIPROCESSOR", "MAX_SHARED_MEMORY_PER_BLOCK",
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", "TOTAL_CONSTANT_MEMORY",
+    "L2_CACHE_SIZE", "CLOCK_RATE", "MEMORY_CLOCK_RATE", "GLOBAL_MEMORY_BUS_WIDTH",
+)
+
+
+def device_attributes(rng=None):
+    """The device's own numbers (cuDeviceGetAttribute): the facts several seed claims are about."""
+    if not GPU:
+        record("memory_device", "attributes", None, 0, 0, "-", attributes={})
+        return
+    dev = cuda.get_current_device()
+    attrs = {}
+    for name in DEVICE_ATTRIBUTES:
+        try:
+            attrs[name] = int(getattr(dev, name))
+        except Exception as exc:  # an attribute this driver or binding does not know
+            attrs[name] = f"unavailable: {exc.__class__.__name__}"
+    record("memory_device", "attributes", None, 0, 0, "-", attributes=attrs)
+
+
 def main():
     t0 = time.time()
     rng = np.random.default_rng(2026)
     print("device:", FACTS.get("device", FACTS["backend"]), "| run", RUN, "| dry run" if not GPU else "")
     check_all(rng)
     failed = []
-    for step in (strides_and_offsets, layouts, spaces, latency, latency_sweep):
+    for step in (device_attributes, strides_and_offsets, layouts, spaces, latency, latency_sweep):
         t = time.time()
         try:  # one failing part (say, a probe that does not compile) must not lose the others' records
             step(rng)
