@@ -135,11 +135,12 @@ class Verdict:
         failed = [r for r in self.results if not r.passed]
         if not failed:
             return f"all {len(self.results)} checks passed" if self.results else self.status
-        r = failed[0]
-        where = f" (input {r.input})" if r.input else ""
-        more = f"; {len(failed) - 1} more check(s) failed" if len(failed) > 1 else ""
-        head = r.detail.splitlines()[0] if r.detail else r.what
-        return f"{r.what}: {head}{where}{more}"
+        parts = []
+        for r in failed:
+            where = f" [input {r.input}]" if r.input and r is failed[0] else ""
+            detail = " ".join(r.detail.split()) if r.detail else ""
+            parts.append(f"{r.what}{where}: {detail}" if detail else f"{r.what}{where}")
+        return "FAILED " + "; ".join(parts)
 
     def to_dict(self) -> dict:
         return {
@@ -388,10 +389,34 @@ class _SharedBytes:
 
 
 def _launch(kernel, inp: Input, hooks=None, time_limit=None):
+    """One launch: on the GPU when there is one (and no hooks are needed), else on the CPU engine."""
+    if hooks is None and course.on_gpu():
+        from numba import cuda
+
+        kernel[inp.griddim, inp.blockdim](*inp.args)  # host arrays: numba copies them in and back
+        cuda.synchronize()
+        return
     from course.engine import launch
 
     launch(kernel, inp.griddim, inp.blockdim, inp.args, hooks=hooks,
            time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
+
+
+def is_stub(kernel) -> bool:
+    """True when the kernel's body is still the exercise's ``raise NotImplementedError(...)`` stub."""
+    import inspect
+
+    fn = _py_func(kernel)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    body = [s for s in (node.body if node else []) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
 def _classify(exc: BaseException):
@@ -427,11 +452,25 @@ def _compare(ex: Exercise, inp: Input):
         idx = ", ".join(map(str, first))
         g = got[first]
         if np.isnan(g):
-            what = f"{name}[{idx}] was never written"
+            what = f"{name}[{idx}] is NaN: never written (or a NaN was computed)"
         else:
             what = f"{name}[{idx}] is {g:g}, expected {want[first]:g}"
         return f"{what}; {len(bad)} of {got.size} elements wrong"
     return None
+
+
+def _race_on(kernel, ex: Exercise, inp: Input) -> str:
+    """The first race the tracer finds when ``kernel`` runs on (a fresh copy of) ``inp``, or ''."""
+    if not any(p.name == "no race between threads" for p in ex.properties):
+        return ""
+    try:
+        from course.trace import trace
+
+        args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in inp.args)
+        races = list(trace(kernel, inp.griddim, inp.blockdim, *args).races())
+    except Exception:  # diagnosis only: the wrong result is already reported
+        return ""
+    return f"{len(races)} race(s); first: {_race_text(races[0])}" if races else ""
 
 
 def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Verdict:
@@ -449,6 +488,9 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
             results.append(Result("uses only what compiles in a CUDA kernel", False, f"line {line}: {msg}"))
             return verdict("rejected", 0, "Inside a kernel only cuda.*, math.*, arithmetic, numbers, arrays and "
                                           "device functions are available: that is what compiles for the GPU.")
+    if is_stub(kernel):
+        results.append(Result("not written yet", False, "the kernel still raises NotImplementedError"))
+        return verdict("not attempted", 0, ex.stub_hint)
     inputs = list(ex.make_inputs(rng))
     for inp in inputs:
         try:
@@ -464,6 +506,10 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
         wrong = _compare(ex, inp)
         if wrong:
             results.append(Result("correct result", False, wrong, inp.label))
+            race = _race_on(kernel, ex, inp)
+            if race:  # a wrong result caused by a race: say so, it is the thing to fix
+                results.append(Result("no race between threads", False, race, inp.label))
+                return verdict("fail", 0, no_races().hint)
             return verdict("fail", 0, ex.hint_wrong)
     results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
     score = 1

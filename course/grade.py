@@ -369,8 +369,10 @@ def run_notebook(nb, workdir: str, env: dict, cell_timeout: float, total_timeout
         try:
             await asyncio.wait_for(client.async_execute(env=env), total_timeout)
         except (asyncio.TimeoutError, DeadKernelError) as err:
+            # nbclient reports the kill that wait_for causes as a dead kernel: tell the two apart by the clock
+            over = isinstance(err, asyncio.TimeoutError) or time.monotonic() - start >= 0.95 * total_timeout
             log.killed = (f"the notebook ran past its {total_timeout:g} s limit and its kernel was stopped"
-                          if isinstance(err, asyncio.TimeoutError) else "the notebook's kernel died (it was stopped)")
+                          if over else "the notebook's kernel died (it crashed or was killed)")
         except CellTimeoutError:
             log.killed = "a cell could not be interrupted after its time limit; the kernel was stopped"
         finally:
@@ -453,7 +455,10 @@ def grade_one(label: str, data: bytes, opts: dict) -> dict:
         path = os.path.join(work, "submission.ipynb")
         with open(path, "wb") as f:
             f.write(data)
-        env = dict(os.environ, PYTHONPATH=opts["kernel_pythonpath"], COURSE_CHECK="skip",
+        # the kernel imports its own copy of the course: whatever it does to it stays in that copy
+        pkg = os.path.join(work, "pkg")
+        shutil.copytree(PACKAGE, os.path.join(pkg, "course"), ignore=shutil.ignore_patterns("__pycache__"))
+        env = dict(os.environ, PYTHONPATH=pkg, COURSE_CHECK="skip",
                    PYTHONDONTWRITEBYTECODE="1")
         env.pop("COURSE_STRICT", None)
         log = run_notebook(nbformat.reads(data.decode("utf-8"), as_version=4), work, env,
@@ -577,9 +582,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
             jobs_in.append((str(p), None, f"cannot read the file ({err.strerror or err})"))
             continue
         jobs_in.append((str(p), data, None))
-    kernel_pkg = tempfile.mkdtemp(prefix="grade-course-")
-    shutil.copytree(PACKAGE, os.path.join(kernel_pkg, "course"), ignore=shutil.ignore_patterns("__pycache__"))
-    opts = {"cell_timeout": cell_timeout, "timeout": timeout, "kernel_pythonpath": kernel_pkg,
+    opts = {"cell_timeout": cell_timeout, "timeout": timeout,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
     per_ex = opts["launch_timeout"] + 60
     hard = timeout + 90 + per_ex * len(ex_mod.EXERCISES)
@@ -621,7 +624,6 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     finally:
         for conn, (label, proc, _) in running.items():
             proc.kill()
-        shutil.rmtree(kernel_pkg, ignore_errors=True)
     after = tree_hashes(PACKAGE)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     rows, submissions = [], []

@@ -1,0 +1,281 @@
+"""The exercise contract: references pass, wrong kernels fail with the right message, the kernel rules, solutions → exercises."""
+
+import ast
+import pathlib
+import textwrap
+
+import nbformat
+import numpy as np
+import pytest
+
+import course  # noqa: F401  (backend first)
+from numba import cuda, float32
+
+from course import exercises as E
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TILE = 32
+
+
+# --- every exercise accepts the course's own kernel ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n, ex in E.EXERCISES.items() if ex.reference is not None])
+def test_reference_kernel_gets_full_marks(name):
+    ex = E.get(name)
+    v = E.judge(ex, ex.reference(), seed=1)
+    assert v.status == "pass" and v.score == ex.max_score, str(v)
+
+
+def test_every_chapter_with_a_notebook_solution_has_exercises():
+    chapters = {int(p.name[:2]) for p in (ROOT / "solutions").glob("*.ipynb")}
+    assert {1, 4, 5} <= chapters
+    assert len(E.by_chapter(5)) >= 3
+    for ch in chapters:
+        assert E.by_chapter(ch), f"solutions/ has chapter {ch:02d} but no exercise is registered for it"
+
+
+def test_inputs_are_fresh_and_include_edge_shapes():
+    ex = E.get("05.transpose_padded")
+    a = ex.make_inputs(np.random.default_rng(1))
+    b = ex.make_inputs(np.random.default_rng(2))
+    shapes = [i.args[0].shape for i in a]
+    assert (1, 1) in shapes and (17, 16) in shapes and (1, 33) in shapes and (37, 31) in shapes
+    assert not np.array_equal(a[1].args[0], b[1].args[0])  # same shape, new data
+    for inp in a:  # the expected answer is NumPy's transpose, and the output starts out unwritten
+        np.testing.assert_array_equal(inp.expected[1], inp.args[0].T)
+        assert np.isnan(inp.args[1]).all()
+    sizes = [i.args[3] for i in E.get("01.vector_add").make_inputs(np.random.default_rng(0))]
+    assert 1 in sizes and 127 in sizes and 257 in sizes and any(n % E.VEC_TPB for n in sizes)
+
+
+# --- wrong solutions fail, each with the message that names the mistake ----------------------------
+
+
+@cuda.jit
+def add_off_by_one(a, b, out, n):
+    i = cuda.grid(1)
+    if i <= n:
+        out[i] = a[i] + b[i]
+
+
+@cuda.jit
+def add_stops_short(a, b, out, n):
+    i = cuda.grid(1)
+    if i < n - 1:
+        out[i] = a[i] + b[i]
+
+
+def test_off_by_one_guards():
+    v = E.judge(E.get("01.vector_add"), add_off_by_one, seed=0)
+    assert v.status == "error" and v.score == 0
+    assert "out of bounds" in v.message and "n=1" in v.message
+    v = E.judge(E.get("01.vector_add"), add_stops_short, seed=0)
+    assert v.status == "fail" and "out[0] is NaN: never written" in v.message  # n=1: nothing written at all
+    assert "guard" in v.hint
+
+
+@cuda.jit
+def matrix_add_swapped(a, b, out):
+    row, col = cuda.grid(2)  # x taken as the row
+    if row < out.shape[0] and col < out.shape[1]:
+        out[row, col] = a[row, col] + b[row, col]
+
+
+@cuda.jit
+def matrix_add_square_only(a, b, out):
+    col, row = cuda.grid(2)
+    if row < out.shape[0] and col < out.shape[0]:
+        out[row, col] = a[row, col] + b[row, col]
+
+
+def test_swapped_indices_and_square_only():
+    v = E.judge(E.get("01.matrix_add"), matrix_add_swapped, seed=0)
+    # 17x16 happens to be covered; 1x33 is not: y only reaches 8 columns
+    assert v.status == "fail" and "1x33" in v.message and "never written" in v.message
+    v = E.judge(E.get("01.matrix_add"), matrix_add_square_only, seed=0)
+    assert v.status == "error" and "17x16" in v.message and "out of bounds" in v.message
+    assert "same axis" in E.get("01.matrix_add").hint_wrong
+
+
+@cuda.jit
+def transpose_pad34(src, dst):
+    tile = cuda.shared.array((TILE, TILE + 2), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    if row < src.shape[0] and col < src.shape[1]:
+        tile[ty, tx] = src[row, col]
+    cuda.syncthreads()
+    out_row = cuda.blockIdx.x * TILE + ty
+    out_col = cuda.blockIdx.y * TILE + tx
+    if out_row < dst.shape[0] and out_col < dst.shape[1]:
+        dst[out_row, out_col] = tile[tx, ty]
+
+
+def test_padding_34_is_a_two_way_conflict():
+    # lane tx reads word tx*34 + ty: bank (2*tx + ty) % 32, so lanes tx and tx + 16 share a bank: 2 passes
+    v = E.judge(E.get("05.transpose_padded"), transpose_pad34, seed=0)
+    assert v.status == "partial" and v.score == v.max_score - 1
+    failed = [r for r in v.results if not r.passed]
+    assert len(failed) == 1 and "tile read" in failed[0].what
+    assert "2.00 wavefronts per request" in failed[0].detail
+    assert "coprime" not in v.hint and "bank" in v.hint  # teaches, does not give the number away
+
+
+@cuda.jit
+def row_sums_no_shared(a, out):
+    row = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    if cuda.threadIdx.y == 0 and row < a.shape[0]:
+        s = float32(0)
+        for c in range(TILE):
+            s += a[row, c]
+        out[row] = s
+
+
+def test_skipping_shared_memory_fails():
+    v = E.judge(E.get("04.row_sums"), row_sums_no_shared, seed=0)
+    assert v.status == "partial"
+    failed = {r.what: r.detail for r in v.results if not r.passed}
+    assert "uses shared memory (共享内存)" in failed
+    # each lane walks its own row: 32 lanes x 32 different rows (128 bytes apart) = 32 sectors per load
+    assert failed["coalesced global loads (合并访存)"].startswith("32.00 sectors per request")
+
+
+@cuda.jit
+def row_sums_no_barrier(a, out):
+    # warps 0-6 load the tile, the last warp sums it, and nobody waits: right in the engine's default order
+    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row0 = cuda.blockIdx.x * TILE
+    if ty < 7:
+        for r in range(ty, TILE, 7):
+            if row0 + r < a.shape[0]:
+                tile[r, tx] = a[row0 + r, tx]
+    if ty == 7 and row0 + tx < a.shape[0]:
+        s = float32(0)
+        for c in range(TILE):
+            s += tile[tx, c]
+        out[row0 + tx] = s
+
+
+def test_missing_barrier_is_a_race_even_when_the_result_is_right():
+    v = E.judge(E.get("04.row_sums"), row_sums_no_barrier, seed=0)
+    assert v.results[0].passed, str(v)  # every result right ...
+    failed = [r for r in v.results if not r.passed]
+    assert [r.what for r in failed] == ["no race between threads"], str(v)  # ... and still not full marks
+    assert "syncthreads" not in v.hint and "wait" in v.hint
+
+
+@cuda.jit
+def transpose_stub(src, dst):
+    raise NotImplementedError("05.transpose_padded: write it")
+
+
+def test_untouched_stub_scores_zero():
+    v = E.judge(E.get("05.transpose_padded"), transpose_stub)
+    assert v.status == "not attempted" and v.score == 0
+
+
+def test_check_prints_a_verdict_and_strict_mode_raises(capsys, monkeypatch):
+    v = E.check("05.transpose_padded", transpose_pad34, seed=0)
+    out = capsys.readouterr().out
+    assert "05.transpose_padded: PARTIAL" in out and "FAIL no bank conflicts on the tile read" in out
+    assert "hint:" in out and "input 64x96" in out
+    assert v.score == v.max_score - 1
+    monkeypatch.setenv("COURSE_STRICT", "1")
+    with pytest.raises(AssertionError, match="did not pass"):
+        E.check("01.vector_add", add_off_by_one)
+    with pytest.raises(KeyError, match="no exercise"):
+        E.check("05.nonexistent", add_off_by_one)
+
+
+# --- what a graded kernel may use ------------------------------------------------------------------
+
+
+def _lint(src, **names):
+    fn = ast.parse(textwrap.dedent(src)).body[0]
+    n = E.Names()
+    for key, value in names.items():
+        setattr(n, key, value)
+    return E.lint_kernel(fn, n)
+
+
+@pytest.mark.parametrize("body, word", [
+    ("import os", "imports"),
+    ("x = a.__class__", "__class__"),
+    ("x = getattr(a, 'b')", "getattr"),
+    ("open('/tmp/x', 'w')", "open"),
+    ("x = np.sum(a)", "numpy functions"),
+    ("x = cuda.api", "cuda.api"),
+    ("x = [i for i in range(3)]", "list comprehensions"),
+    ("x = a.tofile", ".tofile"),
+    ("x = __builtins__", "__builtins__"),
+    ("x = f'{a}'", "f-strings"),
+])
+def test_lint_rejects_what_does_not_compile_or_could_reach_the_grader(body, word):
+    problems = _lint(f"def k(a):\n    {body}\n")
+    assert problems and word in problems[0][1], problems
+
+
+def test_lint_accepts_ordinary_kernels():
+    src = """
+    def k(a, out):
+        tile = cuda.shared.array((TILE, TILE + 1), float32)
+        tx = cuda.threadIdx.x
+        i, j = cuda.grid(2)
+        if i < a.shape[0] and j < a.shape[1]:
+            tile[tx, 0] = math.sqrt(a[i, j]) + helper(a[i, j])
+        cuda.syncthreads()
+        cuda.atomic.add(out, 0, 1)
+        for c in range(min(TILE, a.shape[1])):
+            out[c] = float32(tile[c, 0])
+    """
+    assert _lint(src, constants={"TILE"}, dtypes={"float32"}, device_functions={"helper"}) == []
+
+
+# --- exercises/ generated from solutions/ --------------------------------------------------------------
+
+
+def test_strip_solutions_keeps_the_signature_and_raises_with_a_hint():
+    src = "@cuda.jit\ndef transpose_padded(src, dst):\n    # BEGIN SOLUTION\n    x = 1\n    # END SOLUTION\n"
+    out = E.strip_solutions(src)
+    assert "x = 1" not in out and "def transpose_padded(src, dst):" in out
+    assert "    raise NotImplementedError('05.transpose_padded: " in out
+    with pytest.raises(ValueError, match="no '# END SOLUTION'"):
+        E.strip_solutions("# BEGIN SOLUTION\nx = 1\n")
+    with pytest.raises(ValueError, match="without a '# BEGIN SOLUTION'"):
+        E.strip_solutions("x = 1\n# END SOLUTION\n")
+
+
+def test_exercises_are_in_step_with_solutions():
+    assert E.build(check_only=True) == [], "run `python -m course.exercises build` and commit exercises/"
+
+
+def test_build_check_notices_drift(tmp_path):
+    sol, exe = tmp_path / "solutions", tmp_path / "exercises"
+    sol.mkdir()
+    (sol / "05_transpose.ipynb").write_bytes((ROOT / "solutions/05_transpose.ipynb").read_bytes())
+    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose.ipynb"]
+    assert not exe.exists()  # --check changes nothing
+    E.build(solutions=sol, exercises=exe)
+    assert E.build(check_only=True, solutions=sol, exercises=exe) == []
+    nb = nbformat.read(exe / "05_transpose.ipynb", as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "BEGIN SOLUTION" not in code and code.count("raise NotImplementedError") == 3
+    nb.cells[0].source += " edited"
+    nbformat.write(nb, exe / "05_transpose.ipynb")
+    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose.ipynb"]
+
+
+def test_committed_exercise_notebooks_carry_no_outputs():
+    paths = [*ROOT.glob("solutions/*.ipynb"), *ROOT.glob("exercises/*.ipynb")]
+    assert paths
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        for c in nb.cells:
+            if c.cell_type == "code":
+                assert c.outputs == [] and c.execution_count is None, p
+        assert nb.metadata["course"]["exercises"], p

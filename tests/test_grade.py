@@ -1,0 +1,152 @@
+"""The grader end to end: one run over solutions/, exercises/ and the wrong and adversarial fixtures.
+
+One grading run (``--jobs 2``, small time limits) feeds every test here, because each submission
+costs a fresh Jupyter kernel.  Expected outcomes come from what each fixture does (see the comments
+in the fixture notebooks), not from the grader's output.
+"""
+
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
+INPUTS = [ROOT / "solutions", ROOT / "exercises", FIXTURES]
+FIELDS = ["submission", "exercise", "score", "max_score", "status", "message"]
+GRADER_FILES = [ROOT / "course" / "exercises.py", ROOT / "course" / "grade.py"]
+
+
+def _hashes(paths):
+    files = [f for p in paths for f in (sorted(p.rglob("*")) if p.is_dir() else [p]) if f.is_file()]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grade")
+    before = _hashes(INPUTS + GRADER_FILES)
+    proc = subprocess.run(
+        [sys.executable, "-m", "course.grade", *map(str, INPUTS), "--out", str(out), "--jobs", "2",
+         "--cell-timeout", "4", "--timeout", "60", "--launch-timeout", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "COURSE_STRICT": "1"},
+    )
+    after = _hashes(INPUTS + GRADER_FILES)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames
+        rows = list(reader)
+    results = json.loads((out / "results.json").read_text())
+    book = {}
+    for r in rows:
+        rel = str(pathlib.Path(r["submission"]).resolve().relative_to(ROOT))
+        book[(rel, r["exercise"])] = r
+    return {"header": header, "rows": rows, "book": book, "results": results, "before": before, "after": after,
+            "stdout": proc.stdout}
+
+
+def row(graded, sub, exercise):
+    return graded["book"][(sub, exercise)]
+
+
+def test_gradebook_has_the_promised_columns_and_a_row_per_exercise(graded):
+    assert graded["header"] == FIELDS
+    subs = {r["submission"] for r in graded["rows"]}
+    assert len(subs) == 3 + 3 + len(list(FIXTURES.rglob("*.ipynb")))
+    assert graded["results"]["grader"]["jobs"] == 2
+    for s in graded["results"]["submissions"]:
+        assert s["exercises"], s["submission"]
+
+
+def test_every_solution_scores_full_marks(graded):
+    sol = [r for r in graded["rows"] if "/solutions/" in r["submission"] or r["submission"].startswith("solutions")]
+    assert len(sol) == 6
+    for r in sol:
+        assert r["status"] == "pass" and r["score"] == r["max_score"] and int(r["score"]) > 0, r
+
+
+def test_every_untouched_exercise_scores_zero(graded):
+    exe = [r for r in graded["rows"] if "exercises/" in r["submission"] and "fixtures" not in r["submission"]]
+    assert len(exe) == 6
+    for r in exe:
+        assert r["score"] == "0" and r["status"] == "not attempted", r
+
+
+def test_wrong_solutions_fail_with_the_right_message(graded):
+    w = "tests/fixtures/submissions/wrong/"
+    r = row(graded, w + "01_programming_model.ipynb", "01.vector_add")  # `i <= n`
+    assert r["status"] == "error" and "out of bounds" in r["message"] and r["score"] == "0"
+    r = row(graded, w + "01_programming_model.ipynb", "01.matrix_add")  # guard compares col with shape[0]
+    assert r["status"] == "error" and "17x16" in r["message"]
+    r = row(graded, w + "04_shared_memory_banks.ipynb", "04.row_sums")  # no shared memory
+    assert r["status"] == "partial" and "uses shared memory" in r["message"] and "32.00 sectors" in r["message"]
+    r = row(graded, w + "05_transpose.ipynb", "05.transpose_padded")  # [32][34]
+    assert r["status"] == "partial" and "2.00 wavefronts per request" in r["message"]
+    assert int(r["score"]) == int(r["max_score"]) - 1
+    r = row(graded, w + "05_transpose.ipynb", "05.transpose_swizzled")  # no syncthreads
+    assert r["score"] == "0" and "race" in r["message"]
+    r = row(graded, w + "05_transpose.ipynb", "05.transpose_mine")  # tile written back untransposed
+    assert r["status"] == "fail" and "1x33" in r["message"]
+
+
+def test_forgeries_earn_nothing(graded):
+    f = "tests/fixtures/submissions/adversarial/forge_05_transpose.ipynb"
+    rows = [row(graded, f, e) for e in ("05.transpose_padded", "05.transpose_swizzled", "05.transpose_mine")]
+    assert [r["score"] for r in rows] == ["0", "0", "0"]
+    assert rows[0]["status"] == "fail" and "never written" in rows[0]["message"]  # despite patched check/NumPy
+    assert rows[1]["status"] == "rejected" and "__" in rows[1]["message"]  # escape attempt from the kernel
+    assert rows[2]["status"] == "rejected" and "np.sum" in rows[2]["message"]
+    assert "PASS 7/7" not in graded["stdout"]  # the fake verdict it printed never reached us
+    assert not os.path.exists("/tmp/pwned")
+
+
+def test_no_submission_or_grader_file_was_changed(graded):
+    assert graded["before"] == graded["after"]
+    assert all(s["unchanged"] for s in graded["results"]["submissions"])
+    changed = graded["results"]["grader"]["grader_files_changed"]
+    assert "exercises.py" not in changed and "grade.py" not in changed  # the forgery wrote to its own copy
+
+
+def test_hang_exception_oob_syntax_deleted_renamed(graded):
+    a = "tests/fixtures/submissions/adversarial/"
+    r = row(graded, a + "hang_05_transpose.ipynb", "05.transpose_padded")
+    assert r["status"] == "timeout" and "time limit" in r["message"]
+    assert "cell 2 ran past the per-cell time limit" in r["message"]
+    r = row(graded, a + "crash_01_programming_model.ipynb", "01.vector_add")
+    assert r["status"] == "error" and "out of bounds" in r["message"] and "cell 2 raised RuntimeError" in r["message"]
+    r = row(graded, a + "crash_01_programming_model.ipynb", "01.matrix_add")
+    assert r["status"] == "error" and "ZeroDivisionError" in r["message"]
+    r = row(graded, a + "broken_05_transpose.ipynb", "05.transpose_padded")
+    assert r["status"] == "error" and "SyntaxError" in r["message"]
+    r = row(graded, a + "broken_05_transpose.ipynb", "05.transpose_swizzled")
+    assert r["status"] == "missing" and "deleted" in r["message"]
+    r = row(graded, a + "broken_05_transpose.ipynb", "05.transpose_mine")
+    assert r["status"] == "missing" and "my_transpose" in r["message"]
+
+
+def test_corrupt_json_and_huge_output(graded):
+    a = "tests/fixtures/submissions/adversarial/"
+    r = row(graded, a + "corrupt_04_shared_memory_banks.ipynb", "04.row_sums")
+    assert r["status"] == "unreadable" and "not a readable notebook" in r["message"]
+    r = row(graded, a + "huge_04_shared_memory_banks.ipynb", "04.row_sums")
+    assert r["status"] == "pass" and "30 MB of output" in r["message"]
+    assert len((graded["results"]["submissions"][0]).get("run") or {}) < 10  # outputs are never stored
+
+
+def test_whole_notebook_limit_stops_the_kernel(tmp_path):
+    from course.grade import run_notebook
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)"),
+        nbformat.v4.new_code_cell("while True:\n    time.sleep(0.1)  # ignores interrupts"),
+        nbformat.v4.new_code_cell("print('never')"),
+    ])
+    log = run_notebook(nb, str(tmp_path), dict(os.environ), cell_timeout=30, total_timeout=6)
+    assert "limit" in log.killed and log.seconds < 20
