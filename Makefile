@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
+LAB_ARGS ?=
 
 .PHONY: lab test exercises gpu-lane clean
 
@@ -15,7 +16,8 @@ $(STAMP): pyproject.toml
 
 ## Open the course in JupyterLab on chapter 00 (works as root too).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --allow-root --ip 127.0.0.1 --port $(PORT) notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab --allow-root --ip 127.0.0.1 --port $(PORT) \
+	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
 
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
 test: $(STAMP)

@@ -1,0 +1,92 @@
+"""The README's first command, `make lab`, serves JupyterLab with chapter 00 open (checked in headless Chromium)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+START = ROOT / "notebooks" / "00_start_here.ipynb"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.timeout(150)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _first_heading(path):
+    import json
+
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    raise AssertionError(f"{path} has no markdown heading")
+
+
+def test_make_lab_opens_chapter_00(tmp_path):
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.fail("Chromium is missing: `sh scripts/ensure-chromium.sh` installs it (make test runs it first)")
+    from playwright.sync_api import sync_playwright
+
+    before = hashlib.sha256(START.read_bytes()).hexdigest()
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"))
+    log = open(tmp_path / "lab.log", "wb")
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"PORT={port}",
+         f"LAB_ARGS=--no-browser --IdentityProvider.token={token} --ServerApp.open_browser=False"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail("`make lab` did not serve JupyterLab:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            page = browser.new_page()
+            try:
+                page.goto(f"{base}/?token={token}")  # where `make lab` sends the browser
+                # the notebook named on the command line opens as the active tab, with its kernel
+                tab = page.locator(".lm-TabBar-tab.jp-mod-current", has_text="00_start_here.ipynb")
+                tab.first.wait_for(timeout=60000)
+                # … and shows the chapter itself: its first heading, read from the file
+                heading = page.locator(".jp-RenderedMarkdown h1").first
+                heading.wait_for(timeout=60000)
+                assert _first_heading(START) in heading.inner_text()
+            except Exception:
+                (ROOT / "test-artifacts").mkdir(exist_ok=True)
+                page.screenshot(path=str(ROOT / "test-artifacts" / "make_lab.png"))
+                raise
+            finally:
+                browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert hashlib.sha256(START.read_bytes()).hexdigest() == before, "opening the course must not modify chapter 00"
