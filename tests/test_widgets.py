@@ -300,3 +300,81 @@ def test_ncu_cases_are_well_formed():
         assert all(isinstance(a, (np.ndarray, int, np.integer)) for a in args), case.name
         assert set(case.expect) <= {"shared_load_requests", "shared_load_wavefronts",
                                     "shared_store_requests", "shared_store_wavefronts"}
+
+
+# --- the trace view: reads a finished report, never runs the kernel again ------------------------------
+
+
+@pytest.fixture(scope="module")
+def report34():
+    from course.trace import trace
+
+    x = sm.random_tiles(np.random.default_rng(), 1)
+    out = np.zeros_like(x)
+    report = trace(sm.tile_columns_pad34, 1, (32, 32), x, out, lines=False)
+    np.testing.assert_array_equal(out, sm.reference_tile_transpose(x))
+    return report
+
+
+def _load_line(report):
+    return next(r.line for r in report.by_line() if r.space == "shared" and r.op == "load")
+
+
+def test_trace_view_shows_the_lanes_banks_and_passes_of_a_warp(report34, monkeypatch):
+    from course import engine
+    from course.widgets import trace_view as tv
+
+    def no_launch(*a, **k):
+        raise AssertionError("the trace view ran a kernel")
+
+    monkeypatch.setattr(engine, "launch", no_launch)
+    view = tv.trace_view(report34, line=_load_line(report34), warp=3)
+    wa = view.current
+    assert (wa.space, wa.op, wa.warp) == ("shared", "load", 3)
+    # by hand: warp 3 has ty = 3; lane r reads tile[r][3], word 34r + 3, bank (2r + 3) % 32
+    assert [la.bank for la in wa.lanes] == [(2 * r + 3) % 32 for r in range(32)]
+    assert [la.index for la in wa.lanes] == [(r, 3) for r in range(32)]
+    assert wa.wavefronts == 2 and "2-way bank conflict" in view.w_summary.value
+    # rows r and r + 16 share a bank; the first to ask is served first
+    assert [la.wavefront for la in wa.lanes] == [0] * 16 + [1] * 16
+    assert 'data-wavefronts="2"' in view.w_drawing.value
+    assert view.w_table.value.count("<tr>") == 33
+    # the global store on the same line: one row of 32 floats, 4 sectors
+    view.w_access.value = [i for i, a in enumerate(view.accesses) if a.space == "global"][0]
+    assert view.current.sectors == 4 and 'data-sectors="4"' in view.w_drawing.value
+    # another warp, then a time the line was never run
+    view.w_warp.value = 0
+    assert view.current.lanes[1].bank == 2
+    view.w_occ.value = 5
+    assert view.current is None and "time 5" in view.error
+
+
+def test_trace_view_explains_a_block_that_was_not_kept(report34):
+    from course.widgets import trace_view as tv
+
+    view = tv.trace_view(report34)
+    view.w_block.options = [("(9, 0, 0)", (9, 0, 0))]  # as if a learner asked for a block never kept
+    assert view.current is None and "detail_blocks" in view.error
+
+
+def test_three_way_evidence(tmp_path):
+    from course.widgets import trace_view as tv
+
+    case = next(c for c in sm.NCU_CASES if c.name == "shared_memory.tile_columns")
+    totals = {"shared_load_requests": 64, "shared_load_wavefronts": 2048, "shared_store_requests": 64,
+              "shared_store_wavefronts": 64}
+    rows = tv.evidence(case, totals, {})
+    assert all(e.h200 is None and e.agree is None for e in rows)
+    assert "not measured yet" in tv.evidence_table(rows)
+    # 2 tiles = 64 warps; a column read is 32 wavefronts each: 2048, by hand
+    assert {e.metric: e.arithmetic for e in rows}["shared_load_wavefronts"] == 64 * 32
+    path = tmp_path / "tracer_validation.json"
+    path.write_text('[{"name": "shared_memory.tile_columns", "ncu": {"shared_load_requests": 64, '
+                    '"shared_load_wavefronts": 2047}, "device": "NVIDIA H200"}]')
+    hw = tv.hardware_counts(path)
+    rows = tv.evidence(case, totals, hw)
+    agree = {e.metric: e.agree for e in rows}
+    assert agree == {"shared_load_requests": True, "shared_load_wavefronts": False,
+                     "shared_store_requests": None, "shared_store_wavefronts": None}
+    assert "NVIDIA H200" in tv.provenance(path)
+    assert tv.hardware_counts(tmp_path / "missing.json") == {}

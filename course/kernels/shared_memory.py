@@ -337,7 +337,7 @@ def padded_column_wavefronts(pad: int, itemsize: int = 4) -> int:
 
 # --- hardware-count cases (the tracer's validation script runs them under ncu on the H200) ------------
 
-_BLOCKS, _THREADS = 4, 64  # 4 blocks of 2 warps: 8 warps, so every per-warp count is multiplied by 8
+_BLOCKS, _THREADS = 2, 128  # 2 blocks of 4 warps: 8 warps, so every per-warp count is multiplied by 8
 _WARPS = _BLOCKS * _THREADS // WARP_SIZE
 _FILL = N_WORDS // _THREADS  # fill-loop iterations per thread
 

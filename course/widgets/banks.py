@@ -633,10 +633,11 @@ class BankExplorer:
             return
         self.error = ""
         self.access = access
-        self.w_summary.value = (f'<span class="bank-count" data-wavefronts="{access.wavefronts}" '
-                                f'data-ideal="{access.ideal}">{html.escape(summary(access))}</span>')
+        # drawings first, the count last: a browser sees the new count after the new pictures
         self.w_tile.value = tile_svg(access)
         self.w_passes.value = passes_svg(access.passes, access.tile.itemsize, access.addrs)
+        self.w_summary.value = (f'<span class="bank-count" data-wavefronts="{access.wavefronts}" '
+                                f'data-ideal="{access.ideal}">{html.escape(summary(access))}</span>')
 
     def _ipython_display_(self):
         from IPython.display import display
