@@ -206,7 +206,9 @@ def _overload(kernel, signature=None):
 def kernel_name(kernel) -> str:
     """A stable name for a kernel: module and function name (what the recorded figures are keyed by)."""
     fn = getattr(kernel, "py_func", kernel)
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+    tag = getattr(kernel, "tag", None)  # kernels made by a factory carry their parameters
+    return f"{name}[{tag}]" if tag else name
 
 
 def resources(kernel, signature=None, *, name=None) -> Resources:
@@ -247,8 +249,20 @@ def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared: int = 0
     from numba import cuda
 
     cufunc = _overload(kernel, signature)._codelibrary.get_cufunc()
-    ctx = cuda.current_context()
-    return int(ctx.get_active_blocks_per_multiprocessor(cufunc, int(threads_per_block), int(dynamic_shared)))
+    try:
+        ctx = cuda.current_context()
+        return int(ctx.get_active_blocks_per_multiprocessor(cufunc, int(threads_per_block), int(dynamic_shared)))
+    except Exception as first:
+        # numba's wrapper may hand the driver a library kernel handle (CUkernel); the driver accepts one
+        # cast to CUfunction, so ask cuda.bindings directly
+        from cuda.bindings import driver as drv
+
+        handle = cufunc.handle
+        fn = handle if isinstance(handle, drv.CUfunction) else drv.CUfunction(int(handle))
+        err, blocks = drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, int(threads_per_block), int(dynamic_shared))
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuOccupancyMaxActiveBlocksPerMultiprocessor failed: {err} (after {first!r})") from first
+        return int(blocks)
 
 
 def kernel_occupancy(kernel, threads_per_block: int, dynamic_shared: int = 0, signature=None,

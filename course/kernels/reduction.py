@@ -451,6 +451,7 @@ def grid_stride_kernel(width=4, unroll=4, partials=False):
 
     grid_stride_sum.width = width
     grid_stride_sum.unroll = unroll
+    grid_stride_sum.tag = f"w{width}_u{unroll}" + ("_partials" if partials else "")  # tells factory kernels apart
     _GRID_STRIDE[key] = grid_stride_sum
     return grid_stride_sum
 

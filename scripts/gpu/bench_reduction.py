@@ -1,0 +1,397 @@
+"""Chapter 07 on the H200: every reduction version, seed 003's story at 1M floats, and a sweep at 2^28.
+
+    python scripts/gpu/bench_reduction.py --out DIR             # on the GPU: DIR/reduction.json (~1–2 min)
+    python scripts/gpu/bench_reduction.py --dry-run --out DIR   # on the CPU: small sizes, checks only, no timing
+
+What it does, in one process (one run id):
+
+1. **checks** every version of ``course.kernels.reduction.REDUCTION_VERSIONS`` and every sweep kernel
+   on n = 1, 33, 1000 and 2^20+7 (dry run: 1, 33, 1000) twice: on small integers, whose float32 sums
+   are exact, so the result must equal the float64 sum exactly; and on standard-normal floats, within
+   ``reduction.tolerance`` (4·√n·u·Σ|x|).  A version that fails is reported and not timed.
+2. **times** memcpy (device-to-device copy; GB/s counts bytes read + written), ``cupy.sum``,
+   ``torch.sum`` and every version at n = 2^20 ("1M", seed 003's size) and 2^28 (1 GiB).  Each rep
+   queues ``inner`` calls behind a short sleeping kernel, so that Python's launch cost overlaps GPU
+   work and the events measure the GPU's time, not numba's dispatch; at 2^20 the calls rotate over
+   32 arrays (128 MB, more than the 50 MB L2) so that no call reads from the cache.
+3. **sweeps** the grid-stride kernel at 2^28: vector width 1/2/4 floats × unroll 1/2/4/8 (12 kernels)
+   × threads per block × blocks per SM, each checked before it is timed, and reports the best
+   against memcpy and cupy.sum (target: ≥ 0.90 of memcpy's GB/s and ≥ 1.0× cupy.sum).
+4. re-times memcpy, cupy.sum and the best configuration once more at the end (``…#2``): a
+   difference smaller than the spread between the two rounds is noise.
+
+Each version's registers per thread and occupancy (the course's model and the driver's answer) are
+recorded beside its time.  Records follow course.bench's schema (benchmark ``reduction``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="directory for reduction.json")
+    ap.add_argument("--dry-run", action="store_true", help="CPU backend, small sizes, checks only, no timing")
+    ap.add_argument("--reps", type=int, default=15, help="timed repetitions per variant (median reported)")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the configuration sweep")
+    return ap.parse_args()
+
+
+ARGS = parse()
+if ARGS.dry_run:
+    os.environ["COURSE_BACKEND"] = "cpu"
+
+import numpy as np  # noqa: E402
+
+import course  # noqa: E402  (chooses the backend before numba)
+from course import bench, occupancy  # noqa: E402
+from course.kernels import reduction as R  # noqa: E402
+from numba import cuda  # noqa: E402
+
+GPU = course.on_gpu()
+T0 = time.perf_counter()
+B = bench.Bench("reduction", dry_run=not GPU)
+PROV = B._prov
+ERRORS: list = []
+
+
+def log(msg):
+    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
+
+
+# --- device buffers ---------------------------------------------------------------------------------------------
+
+
+def to_dev(a):
+    return cuda.to_device(a) if GPU else a
+
+
+def out_buf():
+    return cuda.device_array(1, np.float32) if GPU else np.zeros(1, np.float32)
+
+
+def result(d_out) -> float:
+    return float(d_out.copy_to_host()[0]) if GPU else float(d_out[0])
+
+
+# --- checks -----------------------------------------------------------------------------------------------------
+
+
+def check(name, version, sizes, rng):
+    """Exact on integer data, within tolerance on normal data, at every size; returns an error text or None."""
+    for n in sizes:
+        ints = rng.integers(-8, 9, n).astype(np.float32)  # partial sums stay far below 2^24: exact in float32
+        floats = rng.standard_normal(n, dtype=np.float32)
+        for data, exact in ((ints, True), (floats, False)):
+            d_a, d_out = to_dev(data), out_buf()
+            try:
+                version.launcher(d_a, d_out)()
+                got = result(d_out)
+            except Exception as e:  # a launch failure is a failed check, reported, not fatal
+                return f"{name}: n={n}: {type(e).__name__}: {e}"
+            want = R.reference(data)
+            if exact and got != want:
+                return f"{name}: n={n}, integer data: got {got!r}, exact sum {want!r}"
+            if not exact and not abs(got - want) <= R.tolerance(data):
+                return f"{name}: n={n}, normal data: got {got!r}, float64 sum {want!r}, tolerance {R.tolerance(data):.3g}"
+    return None
+
+
+# --- timing: queued calls behind a sleeping kernel ---------------------------------------------------------------
+
+if GPU:
+    @cuda.jit
+    def sleep_kernel(iterations):
+        """Keeps the GPU busy (about 10 µs per iteration) while the host queues the calls to be timed."""
+        for _ in range(iterations):
+            cuda.nanosleep(10000)
+
+
+def _event_ms(fn):
+    s, e = cuda.event(timing=True), cuda.event(timing=True)
+    s.record()
+    fn()
+    e.record()
+    e.synchronize()
+    return cuda.event_elapsed_time(s, e)
+
+
+_SLEEP_MS_PER_ITER = None
+
+
+def sleep_ms_per_iter():
+    global _SLEEP_MS_PER_ITER
+    if _SLEEP_MS_PER_ITER is None:
+        sleep_kernel[1, 1](1)
+        cuda.synchronize()
+        _SLEEP_MS_PER_ITER = max(_event_ms(lambda: sleep_kernel[1, 1](100)) / 100, 1e-3)
+    return _SLEEP_MS_PER_ITER
+
+
+def time_queued(fn, reps):
+    """Per-call GPU milliseconds of ``fn``, ``reps`` values; each the mean of ``inner`` queued calls."""
+    fn()
+    cuda.synchronize()
+    one = _event_ms(fn)  # one call, launch gap included: an upper bound
+    t = time.perf_counter()
+    fn()
+    host_ms = (time.perf_counter() - t) * 1e3  # what queueing one call costs the host
+    cuda.synchronize()
+    if one > 20:  # slow versions (per-element atomics at 2^28): a few plain calls are enough
+        return [_event_ms(fn) for _ in range(max(2, min(reps, int(2000 / one))))], 1, False
+    inner = int(min(50, max(1, 2.0 / max(one, 1e-3))))
+    sleep_iters = int((inner * host_ms * 1.5 + 0.3) / sleep_ms_per_iter()) + 1
+    times, launch_bound = [], False
+    for _ in range(reps):
+        s, e = cuda.event(timing=True), cuda.event(timing=True)
+        sleep_kernel[1, 1](sleep_iters)
+        t = time.perf_counter()
+        s.record()
+        for _ in range(inner):
+            fn()
+        e.record()
+        queued_ms = (time.perf_counter() - t) * 1e3
+        e.synchronize()
+        ms = cuda.event_elapsed_time(s, e)
+        launch_bound |= queued_ms > sleep_iters * sleep_ms_per_iter()  # the sleep ran out before the queue was full
+        times.append(ms / inner)
+    return times, inner, launch_bound
+
+
+def rotating(fns):
+    """One function that calls the next of ``fns`` each time (to read a different buffer each call)."""
+    state = [0]
+
+    def call():
+        fns[state[0] % len(fns)]()
+        state[0] += 1
+
+    return call
+
+
+# --- resources and occupancy ------------------------------------------------------------------------------------
+
+
+def resources_of(version):
+    """Registers, shared memory and occupancy (model and driver) of a version's main kernel, after it ran."""
+    if not GPU:
+        return {}
+    try:
+        res = occupancy.resources(version.kernel)
+        model = occupancy.occupancy(res.regs_per_thread, version.threads, res.shared_per_block)
+        drv = occupancy.driver_blocks_per_sm(version.kernel, version.threads)
+        return {"regs_per_thread": res.regs_per_thread, "shared_per_block": res.shared_per_block,
+                "local_per_thread": res.local_per_thread, "threads_per_block": version.threads,
+                "model_blocks_per_sm": model.blocks_per_sm, "driver_blocks_per_sm": drv,
+                "occupancy": model.occupancy, "limited_by": list(model.limited_by)}
+    except Exception as e:
+        return {"resources_error": f"{type(e).__name__}: {e}"}
+
+
+# --- the run ----------------------------------------------------------------------------------------------------
+
+
+def library_refs(n, bufs, d_outs):
+    """memcpy, cupy.sum and torch.sum over the same device buffers (those libraries that are installed)."""
+    refs = []
+    if not GPU:
+        return refs
+    try:
+        import cupy
+
+        cps = [cupy.asarray(b) for b in bufs]
+        dst = cupy.empty_like(cps[0])
+        nbytes = n * 4
+
+        def memcpy_for(src):
+            return lambda: dst.data.copy_from_device_async(src.data, nbytes)
+
+        refs.append(("memcpy", rotating([memcpy_for(c) for c in cps]), 2 * nbytes, None))
+        refs.append(("cupy", rotating([(lambda c=c: cupy.sum(c)) for c in cps]), nbytes, lambda: float(cupy.sum(cps[0]))))
+    except Exception as e:
+        ERRORS.append(f"cupy: {type(e).__name__}: {e}")
+    try:
+        import torch
+
+        ts = [torch.as_tensor(b, device="cuda") for b in bufs]
+        refs.append(("torch", rotating([(lambda t=t: torch.sum(t)) for t in ts]), n * 4, lambda: float(torch.sum(ts[0]))))
+    except Exception as e:
+        ERRORS.append(f"torch: {type(e).__name__}: {e}")
+    return refs
+
+
+def measure_size(n, versions, rng, reps):
+    """Time the references and every version at size n; return {variant: record}."""
+    n_bufs = 32 if n * 4 * 32 <= (1 << 28) else 1  # rotate small arrays past the 50 MB L2
+    host = rng.standard_normal(n, dtype=np.float32)
+    want = R.reference(host)
+    bufs = [to_dev(host) for _ in range(n_bufs)]
+    recs = {}
+    for variant, fn, nbytes, value in library_refs(n, bufs, None):
+        if value is not None:
+            got = value()
+            if not abs(got - want) <= R.tolerance(host):
+                ERRORS.append(f"{variant} at n={n}: {got} vs {want}")
+        times, inner, lb = time_queued(fn, reps)
+        recs[variant] = B.record(variant, times, size=[n], dtype="float32", bytes_moved=nbytes, inner=inner,
+                                 launch_bound=lb, role="reference", clocks_sm_mhz=PROV.get("clocks_sm_mhz"))
+        log(f"n={n:>10} {variant:24} {recs[variant]['ms']:9.4f} ms {recs[variant]['gbps']:7.0f} GB/s")
+    for name, v in versions.items():
+        outs = [out_buf() for _ in bufs]
+        try:
+            launchers = [v.launcher(b, o) for b, o in zip(bufs, outs)]
+            launchers[0]()
+            got = result(outs[0])
+            if not abs(got - want) <= R.tolerance(host):
+                raise AssertionError(f"got {got}, float64 sum {want}")
+            times, inner, lb = time_queued(rotating(launchers), reps)
+        except Exception as e:
+            ERRORS.append(f"{name} at n={n}: {type(e).__name__}: {e}")
+            continue
+        recs[name] = B.record(name, times, size=[n], dtype="float32", bytes_moved=n * 4, inner=inner, launch_bound=lb,
+                              role="version", idea=v.idea, seed_step=v.seed_step, seed_ms=R.SEED_MS.get(name),
+                              threads_per_block=v.threads, blocks_per_grid=v.griddim(n), params=v.params,
+                              **resources_of(v))
+        log(f"n={n:>10} {name:24} {recs[name]['ms']:9.4f} ms {recs[name]['gbps']:7.0f} GB/s")
+    return recs, bufs, want, host
+
+
+def sweep(n, bufs, want, host, rng, reps):
+    """Every (width, unroll) kernel × (threads, blocks per SM) at size n; each checked, then timed."""
+    recs = []
+    launches = R.sweep_launches() if GPU else [(64, 1), (128, 2)]
+    cands = R.sweep_candidates() if GPU else [(1, 1), (4, 4)]
+    check_sizes = [1, 33, 1000, (1 << 20) + 7] if GPU else [1, 33, 1000]
+    d_out = out_buf()
+    for w, u in cands:
+        for threads, bps in launches:
+            name = f"sweep_w{w}_u{u}_t{threads}_b{bps}"
+            v = R.grid_stride_version(w, u, threads, bps, name=name)
+            err = check(name, v, check_sizes if (threads, bps) == launches[0] else [(1 << 20) + 7 if GPU else 1000], rng)
+            if err:
+                ERRORS.append(err)
+                continue
+            if not GPU:
+                recs.append(B.record(name, None, size=[n], dtype="float32", bytes_moved=n * 4, role="sweep", params=v.params))
+                continue
+            run = v.launcher(bufs[0], d_out)
+            run()
+            got = result(d_out)
+            if not abs(got - want) <= R.tolerance(host):
+                ERRORS.append(f"{name} at n={n}: got {got}, float64 sum {want}")
+                continue
+            times, inner, lb = time_queued(run, reps)
+            rec = B.record(name, times, size=[n], dtype="float32", bytes_moved=n * 4, inner=inner, launch_bound=lb,
+                           role="sweep", params=v.params, threads_per_block=threads, blocks_per_grid=v.griddim(n),
+                           warps_per_sm=bps * threads // 32, **resources_of(v))
+            recs.append(rec)
+        if recs and GPU:
+            best = max((r for r in recs if r.get("gbps")), key=lambda r: r["gbps"])
+            log(f"swept w{w} u{u}: best so far {best['variant']} {best['gbps']:.0f} GB/s")
+    return recs
+
+
+def main():
+    rng = np.random.default_rng()
+    versions = R.REDUCTION_VERSIONS
+    check_sizes = [1, 33, 1000, (1 << 20) + 7] if GPU else [1, 33, 1000]
+    good = {}
+    for name, v in versions.items():
+        err = check(name, v, check_sizes, rng)
+        if err:
+            ERRORS.append(err)
+            log(f"CHECK FAILED {err}")
+        else:
+            good[name] = v
+    log(f"checked {len(versions)} versions on n = {check_sizes}: {len(good)} correct")
+
+    sizes = [1 << 20, 1 << 28] if GPU else [1000]
+    reps = ARGS.reps if GPU else 0
+    summary = {}
+    big = None
+    for n in sizes:
+        if GPU:
+            recs, bufs, want, host = measure_size(n, good, rng, reps)
+        else:
+            recs = {name: B.record(name, None, size=[n], dtype="float32", bytes_moved=n * 4, role="version",
+                                   idea=v.idea, seed_step=v.seed_step, seed_ms=R.SEED_MS.get(name),
+                                   threads_per_block=v.threads, blocks_per_grid=v.griddim(n), params=v.params)
+                    for name, v in good.items()}
+            bufs, host = [np.random.default_rng().standard_normal(n, dtype=np.float32)], None
+            want = None
+        summary[n] = recs
+        big = (n, bufs, want, host)
+
+    sweep_recs = []
+    if not ARGS.no_sweep:
+        n, bufs, want, host = big
+        if host is None:
+            host = bufs[0]
+            want = R.reference(host)
+        sweep_recs = sweep(n, bufs, want, host, rng, max(5, reps // 2) if GPU else 0)
+
+    if GPU:
+        n = sizes[-1]
+        cands = [r for r in list(summary[n].values()) + sweep_recs if r.get("role") in ("version", "sweep") and r.get("gbps")]
+        best = max(cands, key=lambda r: r["gbps"]) if cands else None
+        _, bufs, want, host = big
+        # second round: memcpy, cupy and the best again, to see the run-to-run spread
+        for variant, fn, nbytes, _v in library_refs(n, bufs[:1], None):
+            if variant in ("memcpy", "cupy"):
+                times, inner, lb = time_queued(fn, reps)
+                B.record(f"{variant}#2", times, size=[n], dtype="float32", bytes_moved=nbytes, inner=inner,
+                         launch_bound=lb, role="reference")
+        if best is not None:
+            p = best.get("params") or {}
+            v = (versions.get(best["variant"]) if best["role"] == "version" else
+                 R.grid_stride_version(p["width"], p["unroll"], p["threads"], p["blocks_per_sm"], name=best["variant"]))
+            d_out = out_buf()
+            times, inner, lb = time_queued(v.launcher(bufs[0], d_out), reps)
+            B.record("best#2", times, size=[n], dtype="float32", bytes_moved=n * 4, inner=inner, launch_bound=lb,
+                     role="best", of=best["variant"], params=p)
+            memcpy = summary[n].get("memcpy")
+            cupy_rec = summary[n].get("cupy")
+            B.record("best", None, size=[n], dtype="float32", role="summary", of=best["variant"], gbps_best=best["gbps"],
+                     ms_best=best["ms"],
+                     fraction_of_memcpy=best["gbps"] / memcpy["gbps"] if memcpy else None,
+                     times_cupy=cupy_rec["ms"] / best["ms"] if cupy_rec else None,
+                     target_met=bool(memcpy and cupy_rec and best["gbps"] >= 0.9 * memcpy["gbps"]
+                                     and cupy_rec["ms"] / best["ms"] >= 1.0))
+
+    out = pathlib.Path(ARGS.out)
+    path = B.save(out / "reduction.json")
+    print()
+    print(f"reduction benchmark, {'GPU: ' + str(PROV.get('device')) if GPU else 'DRY RUN on the CPU (no timing)'}; "
+          f"run {bench.run_id()}; {time.perf_counter() - T0:.0f} s; records in {path}")
+    if GPU:
+        rows = [r for r in B.records if r.get("ms") is not None and r.get("role") in ("reference", "version", "best")]
+        print(bench.table(rows, reference="memcpy", versus="cupy"))
+        s = [r for r in B.records if r["variant"] == "best"]
+        if s:
+            s = s[0]
+            print(f"best: {s['of']} {s['gbps_best']:.0f} GB/s = {s['fraction_of_memcpy'] or float('nan'):.3f} of memcpy, "
+                  f"{s['times_cupy'] or float('nan'):.2f}x cupy.sum; target (>=0.90, >=1.0x) met: {s['target_met']}")
+    else:
+        print(f"checked: {', '.join(good)}; sweep kernels checked: {len(sweep_recs)}")
+    if ERRORS:
+        print(f"\n{len(ERRORS)} problem(s):")
+        for e in ERRORS:
+            print("  -", e)
+    return 1 if ERRORS and not GPU else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:
+        traceback.print_exc()
+        sys.exit(2)

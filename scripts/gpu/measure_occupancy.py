@@ -1,0 +1,335 @@
+"""Chapter 06 on the H200: the occupancy model against the driver, and latency hiding measured.
+
+    python scripts/gpu/measure_occupancy.py --out DIR             # on the GPU: DIR/occupancy*.json (~1 min)
+    python scripts/gpu/measure_occupancy.py --dry-run --out DIR   # on the CPU: model only, small checks, no timing
+
+1. **Model vs driver, every kernel of the course.**  Launches every ``NCU_CASES`` case of every
+   module in ``course.kernels`` and every reduction and transpose version once (which compiles
+   them), then for each compiled kernel records its registers per thread, static shared and local
+   memory, and — for every block size 32, 64, …, 1024 and dynamic shared memory 0, 4 KB, 16 KB and
+   40 KB — the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` next to
+   ``course.occupancy.occupancy`` (benchmark ``occupancy``, variant ``kernel``).  The CPU tests check
+   the model against every one of these figures.
+2. **Bandwidth against warps per SM** (benchmark ``occupancy_sweep``): the grid-stride sum of 2^28
+   floats with 1 or 4 floats per load and 1, 4 or 8 loads in flight per thread, 128 threads per block
+   and 1…16 blocks per SM (4…64 warps per SM): Little's law says bandwidth = bytes in flight / latency
+   until the memory system saturates.
+3. **Block size** (``occupancy_block_size``): one element per thread (blocks = n / threads) for block
+   sizes 32 … 1024, and seed 002's "block 1024 vs 256" with the kernel that has the most registers,
+   each with its occupancy from the model and the driver.
+
+Every configuration is checked against the float64 sum before it is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pathlib
+import pkgutil
+import sys
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def parse():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="directory for the JSON records")
+    ap.add_argument("--dry-run", action="store_true", help="CPU backend: model and checks only, no timing")
+    ap.add_argument("--reps", type=int, default=10)
+    return ap.parse_args()
+
+
+ARGS = parse()
+if ARGS.dry_run:
+    os.environ["COURSE_BACKEND"] = "cpu"
+
+import numpy as np  # noqa: E402
+
+import course  # noqa: E402
+from course import bench, occupancy  # noqa: E402
+from course.kernels import reduction as R  # noqa: E402
+from numba import cuda  # noqa: E402
+
+GPU = course.on_gpu()
+T0 = time.perf_counter()
+KERNELS = bench.Bench("occupancy", dry_run=not GPU)
+SWEEP = bench.Bench("occupancy_sweep", dry_run=not GPU)
+BLOCKS = bench.Bench("occupancy_block_size", dry_run=not GPU)
+ERRORS: list = []
+BLOCK_SIZES = list(range(32, 1025, 32))
+DYN_SHARED = (0, 4096, 16384, 40000)
+
+
+def log(msg):
+    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
+
+
+# --- 1. every kernel: resources, driver vs model ------------------------------------------------------------------
+
+
+def _dev(x):
+    return cuda.to_device(x) if (GPU and isinstance(x, np.ndarray)) else x
+
+
+def compile_everything():
+    """Launch every NCU case and every registered version once; return the kernels that ran (by id)."""
+    kernels = {}
+    import course.kernels as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name in ("cases", "engine_suite"):
+            continue
+        try:
+            mod = importlib.import_module(f"course.kernels.{info.name}")
+            cases = list(getattr(mod, "NCU_CASES", ()))
+        except Exception as e:
+            ERRORS.append(f"import course.kernels.{info.name}: {type(e).__name__}: {e}")
+            continue
+        for case in cases:
+            try:
+                args = tuple(_dev(a) for a in case.args(0))
+                case.kernel[case.griddim, case.blockdim, 0, case.dynshared](*args)
+                kernels[id(case.kernel)] = (case.kernel, f"NCU case {case.name}")
+            except Exception as e:
+                ERRORS.append(f"case {case.name}: {type(e).__name__}: {e}")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(4099).astype(np.float32)
+    versions = dict(R.REDUCTION_VERSIONS)
+    for w, u in R.sweep_candidates():
+        versions[f"sweep_w{w}_u{u}"] = R.grid_stride_version(w, u, 256, 2)
+    for name, v in versions.items():
+        try:
+            v.run(a)
+            for k in v.kernels:
+                kernels[id(k)] = (k, f"reduction {name}")
+        except Exception as e:
+            ERRORS.append(f"reduction {name}: {type(e).__name__}: {e}")
+    try:
+        from course.kernels import transpose as T
+
+        m = rng.integers(0, 100, (64, 128)).astype(np.int32)
+        for name, v in T.TRANSPOSE_VERSIONS.items():
+            try:
+                v.run(m)
+                kernels[id(v.kernel)] = (v.kernel, f"transpose {name}")
+            except Exception as e:
+                ERRORS.append(f"transpose {name}: {type(e).__name__}: {e}")
+    except Exception as e:
+        ERRORS.append(f"transpose: {type(e).__name__}: {e}")
+    return list(kernels.values())
+
+
+def kernel_records(kernels):
+    """One record per compiled kernel overload: resources and the driver-vs-model grid."""
+    mismatches = 0
+    for kernel, where in kernels:
+        overloads = getattr(kernel, "overloads", {}) if GPU else {}
+        for sig, ov in list(overloads.items()):
+            try:
+                regs, smem = int(ov.regs_per_thread), int(ov.shared_mem_per_block)
+                local, maxthreads = int(ov.local_mem_per_thread), int(ov.max_threads_per_block)
+                rows, bad = [], []
+                for dyn in DYN_SHARED:
+                    for tpb in BLOCK_SIZES:
+                        drv = occupancy.driver_blocks_per_sm(kernel, tpb, dyn, signature=sig)
+                        model = occupancy.occupancy(regs, tpb, smem + dyn).blocks_per_sm
+                        rows.append([tpb, dyn, drv, model])
+                        if drv != model:
+                            bad.append([tpb, dyn, drv, model])
+                mismatches += len(bad)
+                KERNELS.record("kernel", None, size=[0], dtype="none", kernel=occupancy.kernel_name(kernel),
+                               signature=str(sig), where=where, regs_per_thread=regs, shared_per_block=smem,
+                               local_per_thread=local, max_threads_per_block=maxthreads,
+                               rows=rows, columns=["threads_per_block", "dynamic_shared", "driver", "model"],
+                               mismatches=bad)
+            except Exception as e:
+                ERRORS.append(f"resources of {occupancy.kernel_name(kernel)}: {type(e).__name__}: {e}")
+    return mismatches
+
+
+# --- timing (queued behind a sleeping kernel, as in bench_reduction.py) -----------------------------------------------
+
+if GPU:
+    @cuda.jit
+    def sleep_kernel(iterations):
+        """Keeps the GPU busy while the host queues the calls to be timed."""
+        for _ in range(iterations):
+            cuda.nanosleep(10000)
+
+
+def _event_ms(fn):
+    s, e = cuda.event(timing=True), cuda.event(timing=True)
+    s.record()
+    fn()
+    e.record()
+    e.synchronize()
+    return cuda.event_elapsed_time(s, e)
+
+
+def time_queued(fn, reps):
+    """Per-call GPU milliseconds (``reps`` values), each the mean of several calls queued behind a sleep."""
+    fn()
+    cuda.synchronize()
+    one = _event_ms(fn)
+    t = time.perf_counter()
+    fn()
+    host_ms = (time.perf_counter() - t) * 1e3
+    cuda.synchronize()
+    inner = int(min(30, max(1, 3.0 / max(one, 1e-3))))
+    per_iter = max(_event_ms(lambda: sleep_kernel[1, 1](20)) / 20, 1e-3)
+    iters = int((inner * host_ms * 1.5 + 0.3) / per_iter) + 1
+    times = []
+    for _ in range(reps):
+        s, e = cuda.event(timing=True), cuda.event(timing=True)
+        sleep_kernel[1, 1](iters)
+        s.record()
+        for _ in range(inner):
+            fn()
+        e.record()
+        e.synchronize()
+        times.append(cuda.event_elapsed_time(s, e) / inner)
+    return times
+
+
+# --- 2. bandwidth against warps per SM ----------------------------------------------------------------------------------
+
+
+def checked_launcher(v, d_a, d_out, want, tol):
+    run = v.launcher(d_a, d_out)
+    run()
+    got = float(d_out.copy_to_host()[0]) if GPU else float(d_out[0])
+    if not abs(got - want) <= tol:
+        raise AssertionError(f"{v.name}: got {got}, float64 sum {want}")
+    return run
+
+
+def occupancy_of(v):
+    res = occupancy.resources(v.kernel)
+    occ = occupancy.occupancy(res.regs_per_thread, v.threads, res.shared_per_block)
+    drv = occupancy.driver_blocks_per_sm(v.kernel, v.threads)
+    return res, occ, drv
+
+
+def sweep_warps(d_a, d_out, n, want, tol):
+    sms = R.sm_count()
+    for w, u in ((1, 1), (1, 4), (4, 1), (4, 4), (4, 8)):
+        for bps in (1, 2, 3, 4, 6, 8, 10, 12, 16):
+            v = R.grid_stride_version(w, u, 128, bps, name=f"w{w}_u{u}_t128_b{bps}")
+            try:
+                run = checked_launcher(v, d_a, d_out, want, tol)
+                if not GPU:
+                    SWEEP.record(v.name, None, size=[n], dtype="float32", bytes_moved=4 * n, params=v.params)
+                    continue
+                res, occ, drv = occupancy_of(v)
+                resident = min(bps, drv)
+                SWEEP.record(v.name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
+                             params=v.params, blocks_per_grid=v.griddim(n), sm_count=sms,
+                             warps_per_sm=resident * 4, requested_warps_per_sm=bps * 4,
+                             bytes_in_flight_per_thread=4 * w * u, regs_per_thread=res.regs_per_thread,
+                             driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm)
+            except Exception as e:
+                ERRORS.append(f"sweep {v.name}: {type(e).__name__}: {e}")
+        log(f"warps sweep w{w} u{u} done")
+
+
+# --- 3. block size ---------------------------------------------------------------------------------------------------------
+
+
+def one_per_thread(width, unroll, threads):
+    """The grid-stride kernel with a grid large enough that each thread does one round (the classic launch)."""
+    v = R.grid_stride_version(width, unroll, threads, 1, name=f"one_round_w{width}_u{unroll}_t{threads}")
+
+    def blocks(n, ver):
+        return max(1, -(-n // (threads * width * unroll)))
+
+    return R.Version(v.name, f"one round per thread, {threads} threads per block", v.kernel, threads, blocks,
+                     width=width, family="one_round", params=dict(v.params, blocks_per_sm=None))
+
+
+def sweep_block_size(d_a, d_out, n, want, tol):
+    for w, u in ((1, 1), (4, 4)):
+        for threads in (32, 64, 128, 256, 512, 1024):
+            v = one_per_thread(w, u, threads)
+            try:
+                run = checked_launcher(v, d_a, d_out, want, tol)
+                if not GPU:
+                    BLOCKS.record(v.name, None, size=[n], dtype="float32", bytes_moved=4 * n, params=v.params)
+                    continue
+                res, occ, drv = occupancy_of(v)
+                BLOCKS.record(v.name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
+                              params=v.params, launch="one round per thread", threads_per_block=threads,
+                              blocks_per_grid=v.griddim(n), regs_per_thread=res.regs_per_thread,
+                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm, occupancy=occ.occupancy)
+            except Exception as e:
+                ERRORS.append(f"block size {v.name}: {type(e).__name__}: {e}")
+    # seed 002: block 1024 vs 256, each with the grid filled to the driver's resident limit
+    for w, u in ((4, 4), (4, 8), (1, 8)):
+        for threads in (256, 1024):
+            name = f"resident_w{w}_u{u}_t{threads}"
+            try:
+                probe = R.grid_stride_version(w, u, threads, 1, name=name)
+                checked_launcher(probe, d_a, d_out, want, tol)
+                bps = occupancy.driver_blocks_per_sm(probe.kernel, threads) if GPU else 1
+                v = R.grid_stride_version(w, u, threads, max(bps, 1), name=name)
+                run = checked_launcher(v, d_a, d_out, want, tol)
+                if not GPU:
+                    BLOCKS.record(name, None, size=[n], dtype="float32", bytes_moved=4 * n, params=v.params)
+                    continue
+                res, occ, drv = occupancy_of(v)
+                BLOCKS.record(name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
+                              params=v.params, launch="all resident blocks, grid-stride", threads_per_block=threads,
+                              blocks_per_grid=v.griddim(n), regs_per_thread=res.regs_per_thread,
+                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm, occupancy=occ.occupancy)
+            except Exception as e:
+                ERRORS.append(f"block size {name}: {type(e).__name__}: {e}")
+    log("block-size sweep done")
+
+
+def main():
+    kernels = compile_everything()
+    log(f"compiled and ran {len(kernels)} kernels")
+    mismatches = kernel_records(kernels) if GPU else 0
+
+    n = (1 << 28) if GPU else 4099
+    rng = np.random.default_rng()
+    host = rng.standard_normal(n, dtype=np.float32)
+    want, tol = R.reference(host), R.tolerance(host)
+    d_a = cuda.to_device(host) if GPU else host
+    d_out = cuda.device_array(1, np.float32) if GPU else np.zeros(1, np.float32)
+    sweep_warps(d_a, d_out, n, want, tol)
+    sweep_block_size(d_a, d_out, n, want, tol)
+
+    out = pathlib.Path(ARGS.out)
+    for b, name in ((KERNELS, "occupancy"), (SWEEP, "occupancy_sweep"), (BLOCKS, "occupancy_block_size")):
+        b.save(out / f"{name}.json")
+    print()
+    print(f"occupancy, {'GPU: ' + str(KERNELS._prov.get('device')) if GPU else 'DRY RUN on the CPU (no timing)'}; "
+          f"run {bench.run_id()}; {time.perf_counter() - T0:.0f} s")
+    n_rows = sum(len(r["rows"]) for r in KERNELS.records)
+    print(f"model vs driver: {len(KERNELS.records)} kernel overloads, {n_rows} (block size, dynamic shared) pairs, "
+          f"{mismatches} mismatches")
+    for r in KERNELS.records:
+        if r["mismatches"]:
+            print(f"  {r['kernel']} ({r['regs_per_thread']} regs, {r['shared_per_block']} B): {r['mismatches'][:4]}")
+    if GPU:
+        print(f"{'variant':28} {'warps/SM':>8} {'GB/s':>7}")
+        for r in SWEEP.records + BLOCKS.records:
+            print(f"{r['variant']:28} {r.get('warps_per_sm', r.get('occupancy', '')) or '':>8} {r.get('gbps') or 0:7.0f}")
+    if ERRORS:
+        print(f"\n{len(ERRORS)} problem(s):")
+        for e in ERRORS:
+            print("  -", e)
+    return 1 if (ERRORS and not GPU) else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:
+        traceback.print_exc()
+        sys.exit(2)
