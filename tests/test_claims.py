@@ -1,0 +1,219 @@
+"""The claims ledger (data/claims.json): its schema, its quotes, its coverage of the seeds' numbers, and refresh."""
+
+import copy
+import json
+import re
+
+import pytest
+
+from course import chapters, claims
+
+SEEDS_PRESENT = claims.SEEDS_DIR.is_dir()
+needs_seeds = pytest.mark.skipif(not SEEDS_PRESENT, reason="shared/seeds/ (the source articles) is not next to the repo")
+
+
+@pytest.fixture(scope="module")
+def ledger():
+    return json.loads(claims.CLAIMS.read_text(encoding="utf-8"))
+
+
+def test_the_ledger_is_sound(ledger):
+    assert claims.validate(ledger) == []
+    assert len(ledger) >= 60
+    assert {e["verdict"] for e in ledger} <= set(claims.VERDICTS)
+
+
+def test_every_entry_has_the_schema_fields(ledger):
+    for e in ledger:
+        assert set(claims.REQUIRED) <= set(e), e.get("id")
+        assert e["chapter"] in {ch.file[:-6] for ch in chapters.CHAPTERS}
+        if e["verdict"] == "not-measurable":
+            assert len(e["reason"]) > 20, e["id"]
+
+
+def test_all_four_seeds_are_in_the_ledger(ledger):
+    assert {e["seed"][:3] for e in ledger} == set(chapters.SEEDS)
+
+
+def test_chapters_02_and_03_have_their_claims(ledger):
+    ids = {e["id"] for e in ledger}
+    for must in ("002-even-odd-40", "002-shared-latency", "003-shared-latency", "002-tx32", "003-l2-latency",
+                 "002-global-latency", "003-global-latency", "002-const-latency", "003-ga102-sm", "000-aos-soa"):
+        assert must in ids
+    assert len(claims.for_chapter(2, ledger)) >= 8
+    assert len(claims.for_chapter("03_memory_coalescing", ledger)) >= 15
+
+
+# --- validation catches what it should --------------------------------------------------------------------------
+
+
+def _good():
+    return {"id": "002-x", "seed": "002_9b22f37c9f847fb7.txt", "section": "1.2", "claim": "Shared Memory...~5 cycles",
+            "chapter": "03_memory_coalescing", "measured": None, "verdict": "pending", "evidence": None}
+
+
+@needs_seeds
+def test_validate_accepts_a_good_entry_and_names_each_fault():
+    assert claims.validate([_good()]) == []
+    cases = {
+        "verdict": ("maybe", "verdict 'maybe'"),
+        "chapter": ("03_memory", "chapter '03_memory'"),
+        "seed": ("002.txt", "not a seed file name"),
+        "claim": ("Shared Memory...~3 cycles", "'~3 cycles' is not in"),
+    }
+    for key, (value, message) in cases.items():
+        bad = dict(_good(), **{key: value})
+        problems = claims.validate([bad])
+        assert any(message in p for p in problems), (key, problems)
+    no_reason = dict(_good(), verdict="not-measurable")
+    assert any("needs a 'reason'" in p for p in claims.validate([no_reason]))
+    unproven = dict(_good(), verdict="confirmed")
+    assert any("needs 'measured' and 'evidence'" in p for p in claims.validate([unproven]))
+    twice = [_good(), _good()]
+    assert any("used twice" in p for p in claims.validate(twice))
+    missing = _good()
+    del missing["evidence"]
+    assert any("missing evidence" in p for p in claims.validate([missing]))
+    badcheck = dict(_good(), check={"kind": "ratio", "a": {"benchmark": "b", "variant": "v", "field": "ms"}})
+    assert any("check.b" in p for p in claims.validate([badcheck]))
+
+
+def test_load_raises_with_every_problem(tmp_path):
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps([dict(_good(), verdict="maybe", chapter="99_nowhere")]), encoding="utf-8")
+    with pytest.raises(claims.ClaimsError) as err:
+        claims.load(path)
+    assert "verdict 'maybe'" in str(err.value) and "chapter '99_nowhere'" in str(err.value)
+
+
+# --- every number the seeds state is in some claim, or excluded here with a reason ------------------------------
+
+# Numbers in the seeds' prose that are not claims, per seed (code listings are skipped by the scanner).
+EXCLUDED = {
+    "000": {},
+    "001": {},
+    "002": {
+        "99": "'99%的情况只用一维或二维': the author's habit, not a claim about GPUs",
+        "3": "'避坑3' is a list label",
+    },
+    "003": {
+        "1": "'误区1' is a list label",
+        "3": "'误区3' is a list label",
+    },
+}
+
+_CODE = re.compile(r"[;{}]|^//|^#include|^__global__|^for\(|^(int|float|dim3) ")
+
+
+def seed_numbers(text):
+    """Every number in an article's prose: headings' and list items' leading numbers and code lines skipped."""
+    found = set()
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or _CODE.search(s):
+            continue
+        s = re.sub(r"^\d+(\.\d+)*[\s、.]", "", s)  # "1.2 内存层次" or "3. 避免同步原语"
+        # a number glued to Latin letters is a name (GA102, H100, FP16, float4), not a quantity
+        found |= set(re.findall(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?", s))
+    return found
+
+
+def _in(number, text):
+    return re.search(rf"(?<!\d)(?<!\d\.){re.escape(number)}(?!\d|\.\d)", text) is not None
+
+
+def test_the_scanner_finds_numbers_and_skips_code():
+    text = "1.2 内存层次\n每个Block最多1024个线程\nint n = 50000;\n延迟 20-30周期，约 3.2ms\n3. 列表项"
+    assert seed_numbers(text) == {"1024", "20", "30", "3.2"}
+
+
+@needs_seeds
+@pytest.mark.parametrize("seed", sorted(chapters.SEEDS))
+def test_every_number_of_a_seed_is_claimed_or_excluded(ledger, seed):
+    path = next(claims.SEEDS_DIR.glob(f"{seed}_*.txt"))
+    quoted = " ".join(e["claim"] + " " + (e.get("note") or "") for e in ledger if e["seed"].startswith(seed))
+    missing = sorted(n for n in seed_numbers(path.read_text(encoding="utf-8"))
+                     if not _in(n, quoted) and n not in EXCLUDED[seed])
+    assert not missing, f"seed {seed}: numbers in no claim of data/claims.json and not excluded: {missing}"
+
+
+@needs_seeds
+def test_exclusions_are_real_numbers_of_their_seed():
+    for seed, numbers in EXCLUDED.items():
+        path = next(claims.SEEDS_DIR.glob(f"{seed}_*.txt"))
+        assert set(numbers) <= seed_numbers(path.read_text(encoding="utf-8")), seed
+
+
+# --- refresh: recorded runs fill measured and verdict -------------------------------------------------------------
+
+
+def _rec(bench, variant, run="r1", date="2026-11-30T10:00:00", **fields):
+    return dict(benchmark=bench, variant=variant, ms=fields.pop("ms", None), reps=20, size=1, dtype="int32",
+                device="NVIDIA H200", driver="580", numba_cuda="0.30.4", date=date, run=run, **fields)
+
+
+def _write(tmp_path, records):
+    d = tmp_path / "measurements"
+    d.mkdir()
+    by = {}
+    for r in records:
+        by.setdefault(r["benchmark"], []).append(r)
+    for bench, recs in by.items():
+        (d / f"{bench}.json").write_text(json.dumps(recs), encoding="utf-8")
+    return d
+
+
+def test_refresh_sets_measured_and_verdict_from_records(ledger, tmp_path):
+    d = _write(tmp_path, [
+        _rec("memory_latency", "chase 16 KB shared array", cycles_per_step=29.0),
+        _rec("memory_latency", "chase 1 KB constant array", cycles_per_step=58.0),
+        _rec("warps_even_odd", "even_odd_branch", ms=2.0),
+        _rec("warps_even_odd", "even_odd_select", ms=1.96),
+        _rec("memory_device", "attributes", attributes={"MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 233472,
+                                                        "WARP_SIZE": 32}),
+        # a dry run and an older run must not win
+        _rec("memory_latency", "chase_cg 4096 lines in 4 MB, warm", cycles_per_step=250.0, dry_run=True),
+        _rec("memory_latency", "fma dependent chain", cycles_per_step=9.0, date="2026-11-01T00:00:00", run="old"),
+        _rec("memory_latency", "fma dependent chain", cycles_per_step=4.0, run="new"),
+    ])
+    new = {e["id"]: e for e in claims.refresh(ledger, claims.load_records(d))}
+    # shared: 29 cycles is outside seed 002's ~5 (3-7) and inside seed 003's 20-30
+    assert new["002-shared-latency"]["verdict"] == "corrected"
+    assert new["002-shared-latency"]["measured"] == "29 cycles"
+    assert new["003-shared-latency"]["verdict"] == "confirmed"
+    assert "measurements/memory_latency.json" in new["003-shared-latency"]["evidence"]
+    # constant hit 58 cycles: under 002's ~100 (a hit is faster), and 2.0x shared (003 says about equal)
+    assert new["002-const-latency"]["verdict"] == "confirmed"
+    assert new["003-const-latency"]["verdict"] == "corrected"
+    assert new["003-const-latency"]["measured"].startswith("2 ")
+    # even/odd: 1 - 1.96 / 2.0 = 2 % loss, far from the claimed 40 %: refuted
+    assert new["002-even-odd-40"]["measured"] == "2 % loss"
+    assert new["002-even-odd-40"]["verdict"] == "refuted"
+    # 233472 bytes = 228 KB per SM: outside 48-164 KB
+    assert new["002-shared-48-164"]["measured"] == "228 KB"
+    assert new["002-shared-48-164"]["verdict"] == "corrected"
+    assert new["002-warp-32"]["verdict"] == "confirmed"
+    # the newest non-dry record is used: 4 cycles, not 9; the dry-run L2 value is ignored
+    assert new["002-reg-latency"]["measured"] == "4 cycles"
+    assert "run new" in new["002-reg-latency"]["evidence"]
+    assert new["003-l2-latency"]["verdict"] == "pending" and new["003-l2-latency"]["measured"] is None
+
+
+def test_refresh_keeps_verdicts_written_by_hand(ledger, tmp_path):
+    d = _write(tmp_path, [_rec("memory_latency", "chase 16 KB shared array", cycles_per_step=29.0)])
+    hand = copy.deepcopy(ledger)
+    entry = next(e for e in hand if e["id"] == "002-shared-latency")
+    entry.update(verdict="corrected", measured="31 cycles (by hand)", evidence="notebook cell x")
+    new = next(e for e in claims.refresh(hand, claims.load_records(d)) if e["id"] == "002-shared-latency")
+    assert new["measured"] == "31 cycles (by hand)"
+
+
+def test_chapter_table_says_not_measured_yet_without_records(ledger, tmp_path):
+    t = claims.table(3, ledger, records={})
+    text = repr(t)
+    assert claims.NOT_MEASURED in text
+    assert "002-shared-latency" in text and "003-l2-latency" in text
+    html = t._repr_html_()
+    assert html.count("<tr>") == 1 + len(claims.for_chapter(3, ledger))
+    with pytest.raises(KeyError, match="not a chapter"):
+        claims.for_chapter("03_memory", ledger)
