@@ -50,9 +50,17 @@ class LanePass(NamedTuple):
     wavefront: int
 
 
+def phase_lanes(size: int) -> int:
+    """How many consecutive lanes one phase serves for an access of ``size`` bytes."""
+    lanes = SHARED_PHASE_LANES.get(size)
+    if lanes is None:  # sizes a numba kernel cannot produce in one instruction: 128 bytes per phase
+        lanes = max(1, WAVEFRONT_BYTES // size) if size > 0 else WARP_SIZE
+    return lanes
+
+
 def _check(addrs: Addrs, size: int) -> None:
-    if size not in SHARED_PHASE_LANES:
-        raise ValueError(f"access size {size!r} bytes is not one of 1, 2, 4, 8, 16")
+    if not isinstance(size, (int,)) or size < 1:
+        raise ValueError(f"access size {size!r} must be a positive number of bytes (1, 2, 4, 8 or 16)")
     if len(addrs) > WARP_SIZE:
         raise ValueError(f"{len(addrs)} addresses given; a warp has at most {WARP_SIZE} lanes")
 
@@ -74,7 +82,7 @@ def sector_of(byte_addr: int) -> int:
 
 def phases(n_lanes: int, size: int) -> list[range]:
     """The lane groups served one after another for an access of ``size`` bytes."""
-    step = SHARED_PHASE_LANES[size]
+    step = phase_lanes(size)
     return [range(lo, min(lo + step, n_lanes)) for lo in range(0, n_lanes, step)]
 
 

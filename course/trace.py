@@ -1,0 +1,1251 @@
+"""See what the memory system would do with a kernel, without a GPU: the course's warp-level tracer.
+
+``report = trace(kernel, griddim, blockdim, *args)`` runs one launch on the CPU engine
+(:func:`course.engine.launch`) and records every element read and write of global and shared arrays:
+which block, warp and lane, which source site, the byte address and the access size.  It then groups
+the accesses into warp-level instructions and asks :mod:`course.analysis` what each one costs:
+
+- ``report.totals()``: the eight counts Nsight Compute reports (requests, sectors, wavefronts);
+- ``report.by_line()``: the same per kernel source line, with per-request averages and worst cases;
+- ``report.warp_detail(line, block, warp, occurrence)``: every lane's index, address, bank, sector;
+- ``report.divergence()``: lanes on each side of every branch, average active lanes per warp step;
+- ``report.races()``: shared-memory accesses of different threads with no barrier between them.
+
+The semantics (what a warp, a request, a wavefront is; where the model and the H200 may disagree)
+are written down in ``docs/tracer.md``.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import inspect
+import linecache
+import sys
+import textwrap
+import time
+import types
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from course import analysis
+from course import engine as _engine
+
+__all__ = ["trace", "Report", "LineCounts", "WarpAccess", "LaneAccess", "Race", "Divergence", "TOTAL_KEYS"]
+
+#: The keys of :meth:`Report.totals`, each the Nsight Compute metric named beside it.
+TOTAL_KEYS = {
+    "global_load_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "global_load_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "global_store_requests": "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "global_store_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "shared_load_requests": "smsp__sass_inst_executed_op_shared_ld.sum",
+    "shared_load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "shared_store_requests": "smsp__sass_inst_executed_op_shared_st.sum",
+    "shared_store_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+}
+
+#: Whether one complex element access counts as two accesses (real part, then imaginary part) of
+#: half the size, per memory space.  numba loads a complex number as a two-field struct; whether the
+#: GPU compiler keeps that as one 8/16-byte instruction or two 4/8-byte ones is decided by the H200
+#: validation run (docs/tracer.md).  Change it here and every count follows.
+SPLIT_COMPLEX = {"global": False, "shared": False}
+
+_TRACED_SPACES = ("global", "shared")
+_OPS = {"ld": "load", "st": "store", "atom": "atomic"}
+
+# A normalised record is one element access by one thread:
+# (op, space, site, tid, occurrence, addr, size, array name, barrier epoch, warp-sync epoch, array base)
+_OP, _SPACE, _SITE, _TID, _OCC, _ADDR, _SIZE, _NAME, _BAR, _WSYNC, _BASE = range(11)
+
+
+# --------------------------------------------------------------------------------------------------
+# Source sites: (code object, bytecode offset of the owning instruction, part, calling sites)
+
+
+_owners: dict = {}
+
+
+def _owner_table(code):
+    """For every code unit of ``code``: the offset of the instruction it belongs to (inline caches included)."""
+    table = _owners.get(code)
+    if table is None:
+        n = len(code.co_code) // 2
+        table = [0] * (n + 1)
+        offs = [ins.offset for ins in dis.get_instructions(code)] + [2 * n]
+        for a, b in zip(offs, offs[1:]):
+            for unit in range(a // 2, b // 2):
+                table[unit] = a
+        _owners[code] = table
+    return table
+
+
+_lines: dict = {}
+
+
+def _line_of(code, offset):
+    """The source line of the instruction at ``offset`` in ``code``."""
+    key = (code, offset)
+    line = _lines.get(key)
+    if line is None:
+        line = code.co_firstlineno
+        for start, end, ln in code.co_lines():
+            if start <= offset < end and ln is not None:
+                line = ln
+                break
+        _lines[key] = line
+    return line
+
+
+def _source(code, line):
+    return linecache.getline(code.co_filename, line).strip()
+
+
+# Sites are small ints (hashing a code object is slow); _SITES[sid] = (code, offset, callers, part).
+_SITES: list = []
+_SITE_IDS: dict = {}  # (id(code) or (code, callers), instruction offset, part) -> sid
+_RAW_SITES: dict = {}  # (id(code) or (code, callers), f_lasti) -> sid
+
+
+def _site_id(ckey, lasti, part=0):
+    """The site id of an access made at ``f_lasti`` in code ``ckey`` (inline caches mapped to their instruction)."""
+    code, callers = (ckey, ()) if ckey.__class__ is not tuple else ckey
+    off = _owner_table(code)[lasti >> 1]
+    k = (id(code) if not callers else ckey, off, part)
+    sid = _SITE_IDS.get(k)
+    if sid is None:
+        sid = _SITE_IDS[k] = len(_SITES)
+        _SITES.append((code, off, callers, part))
+    return sid
+
+
+def site_line(sid):
+    """The source line of a site (its innermost frame)."""
+    code, off = _SITES[sid][0], _SITES[sid][1]
+    return _line_of(code, off)
+
+
+def site_code(sid):
+    """The code object a site belongs to."""
+    return _SITES[sid][0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Recording
+#
+# The hot path (every element access) appends five integers to one flat list and nothing else:
+#   d = 4 * (array descriptor) + op (0 load, 1 store, 2 atomic), site key, thread id, byte address,
+#   warp-sync epoch (shared memory only; 0 for global).
+# The site key is ``f_lasti`` for accesses in the kernel itself, or a registered number (>= 2**20)
+# for accesses in device functions (innermost frame plus its callers).  Everything else (sites,
+# occurrences, warps, costs, races, divergence) is worked out with NumPy once per block, in
+# ``end_block``; the counting there follows course.analysis exactly (tests check the two agree).
+
+_LD, _ST, _ATOM = 0, 1, 2
+_OPNAME = ("ld", "st", "atom")
+_FAR = 1 << 20  # site keys at or above this are registered (code, callers, lasti) triples
+_NPHASE = 8  # room for phases per instruction (32 lanes / 4 lanes per phase at the most)
+_CHUNK = 400_000  # recorded ints after which the blocks so far are analysed (bounds memory)
+
+
+def _phase_lanes(size):
+    return analysis.phase_lanes(size)
+
+
+class _Desc:
+    """What every access to one array shares: space, element size, name, base address, shape."""
+
+    __slots__ = ("space", "size", "name", "base", "shape", "itemsize", "split", "shared")
+
+    def __init__(self, arr, split):
+        self.space = arr.space
+        self.shared = arr.space == "shared"
+        self.itemsize = arr.root.dtype.itemsize
+        self.size = arr.a.dtype.itemsize
+        self.name = arr.name
+        self.base = arr.base_addr
+        self.shape = arr.root.shape
+        self.split = split
+
+
+class _Recorder:
+    """The hooks object handed to the engine: records accesses, then analyses each block as it ends."""
+
+    def __init__(self, kernel_code, detail_blocks, lines):
+        self.kcode = kernel_code
+        self.detail_blocks = detail_blocks  # None: every block; else a set of (x, y, z)
+        self.flat: list = []  # five ints per access (see above)
+        self.bar_marks: list = []  # access count at each barrier release: the barrier epochs
+        self.cur = [None]  # [the engine's module of this launch]: cur[0]._ts is the running thread
+        self.user_ids = frozenset()  # id() of the kernel's and device functions' code objects
+        self.lines_on = lines
+        self.line_events: list = []  # flat (tid, line) pairs
+        self.line_weights: dict = {}  # marker line -> source lines it stands for
+        self.descs: list = []
+        self.desc_ids: dict = {}
+        self.far_keys: dict = {}  # (id(code), callers, lasti) -> key >= _FAR
+        self.far_list: list = []  # key - _FAR -> (code, callers, lasti)
+        # aggregates over the whole launch
+        self.site_stats: dict = {}  # (space, op, site) -> [requests, cost, worst, ideal, names, size]
+        self.kept: dict = {}  # block -> dict of NumPy columns (detail blocks only)
+        self._kept_rows: dict = {}
+        self.races: dict = {}
+        self.div_steps = 0
+        self.div_active = 0
+        self.branches: dict = {}  # line -> [warp executions, divergent ones, {next line: lanes}]
+        self.branch_events: list = []
+        self.warp_steps: dict = {}
+        self.chunk: list = []  # (block, first access, end, first line event, end) of blocks not yet analysed
+        self.nthreads = 0
+        self._start = (0, 0)
+        self.arrays: dict = {}  # (space, base) -> (name, root shape, itemsize)
+        self.array_class = _make_array_class(self)
+
+    # ---- engine hooks
+    def begin_block(self, block):
+        st = _engine._state
+        self.cur[0] = st.module
+        self.user_ids = frozenset(id(c) for c in st.launch.user_codes)
+        self.nthreads = st.launch.blockdim[0] * st.launch.blockdim[1] * st.launch.blockdim[2]
+        self._start = (len(self.flat) // 5, len(self.line_events) // 2)
+
+    def on_barrier(self, block):
+        self.bar_marks.append(len(self.flat) // 5)
+
+    def end_block(self, block):
+        self.chunk.append((block, self._start[0], len(self.flat) // 5, self._start[1], len(self.line_events) // 2))
+        if len(self.flat) + len(self.line_events) > _CHUNK:
+            self.flush()
+
+    def flush(self):
+        """Analyse the blocks recorded so far (NumPy works best on many blocks at once)."""
+        if not self.chunk:
+            return
+        n = len(self.flat) // 5
+        if n:
+            raw = np.array(self.flat, dtype=np.int64).reshape(n, 5)
+            bi = np.repeat(np.arange(len(self.chunk)), [c[2] - c[1] for c in self.chunk])
+            self._process(raw, bi)
+        if self.lines_on and self.line_events:
+            ev = np.array(self.line_events, dtype=np.int64).reshape(-1, 2)
+            bi = np.repeat(np.arange(len(self.chunk)), [c[4] - c[3] for c in self.chunk])
+            self._divergence(ev, bi)
+        del self.flat[:]
+        del self.line_events[:]
+        del self.bar_marks[:]
+        del self.chunk[:]
+
+    def _keep(self, block):
+        return self.detail_blocks is None or block in self.detail_blocks
+
+    # ---- registries
+    def desc_of(self, arr):
+        key = (arr.space, arr.base_addr, arr.name, arr.a.dtype.str)
+        d = self.desc_ids.get(key)
+        if d is None:
+            split = arr.a.dtype.kind == "c" and bool(SPLIT_COMPLEX.get(arr.space))
+            d = self.desc_ids[key] = len(self.descs)
+            desc = _Desc(arr, split)
+            self.descs.append(desc)
+            self.arrays.setdefault((desc.space, desc.base), (desc.name, desc.shape, desc.itemsize))
+        return d
+
+    def far_key(self, code, callers, lasti):
+        k = (id(code), callers, lasti)
+        v = self.far_keys.get(k)
+        if v is None:
+            v = self.far_keys[k] = _FAR + len(self.far_list)
+            self.far_list.append((code, callers, lasti))
+        return v
+
+    def _site_for(self, key4):
+        key, part = key4 >> 2, key4 & 3
+        if key < _FAR:
+            return _site_id(self.kcode, key, part)
+        code, callers, lasti = self.far_list[key - _FAR]
+        return _site_id((code, callers) if callers else code, lasti, part)
+
+    # ---- analysis of a chunk of blocks
+    def _process(self, raw, bi):
+        D, K, T, A, WS = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3], raw[:, 4]
+        n = len(D)
+        descs = self.descs
+        dsh = np.array([d.shared for d in descs], dtype=np.int64)
+        dsz = np.array([d.size for d in descs], dtype=np.int64)
+        dsp = np.array([d.split for d in descs], dtype=bool)
+        di = D >> 2
+        op = D & 3
+        shared = dsh[di]
+        size = dsz[di]
+        # barrier epoch: barriers released before the access (only compared inside one block)
+        epoch = np.searchsorted(np.asarray(self.bar_marks, dtype=np.int64), np.arange(n), side="right")
+        part = np.zeros(n, dtype=np.int64)
+        split = dsp[di]
+        if split.any():  # one complex access -> real part, then imaginary part
+            rep = 1 + split.astype(np.int64)
+            idx = np.repeat(np.arange(n), rep)
+            sub = np.arange(len(idx)) - (np.cumsum(rep) - rep)[idx]
+            D, K, T, A, WS, di, op, shared, size, epoch, split, bi = (
+                x[idx] for x in (D, K, T, A, WS, di, op, shared, size, epoch, split, bi))
+            part = np.where(split, sub + 1, 0)
+            size = np.where(split, size // 2, size)
+            A = A + np.where(part == 2, size, 0)
+            n = len(D)
+        # sites: raw keys -> site ids (two raw keys may be one site, see _owner_table)
+        uk, inv = np.unique(K * 4 + part, return_inverse=True)
+        site = np.array([self._site_for(int(k)) for k in uk], dtype=np.int64)[inv]
+        us_, sc = np.unique(site, return_inverse=True)  # compact site numbers for packing keys
+        gt = bi * self.nthreads + T  # thread, unique in the chunk
+        occ = _occurrence(_group_ids([gt, sc])[0])
+        # warp-level instructions: the same (block, warp, site, occurrence, op, space)
+        gi, G, first = _group_ids([occ, sc, _warp_of(gt, self.nthreads), op * 2 + shared], first=True)
+        gsize, gsh, gop, gsite, gdi = size[first], shared[first], op[first], site[first], di[first]
+        nact = np.bincount(gi, minlength=G)
+        cost = np.zeros(G, dtype=np.int64)
+        ideal = np.zeros(G, dtype=np.int64)
+        g = shared == 0
+        if g.any():
+            cost += _global_cost(gi[g], A[g], size[g], G)
+            ideal += np.where(gsh == 0, -(-nact * gsize // analysis.SECTOR_BYTES), 0)
+        s = ~g
+        if s.any():
+            c, i = _shared_cost(gi[s], A[s], size[s], T[s] & 31, G)
+            cost += c
+            ideal += i
+        # per site
+        si, S, sfirst = _group_ids([np.searchsorted(us_, gsite), gop * 2 + gsh], first=True)
+        req = np.bincount(si, minlength=S)
+        csum = np.bincount(si, weights=cost, minlength=S)
+        isum = np.bincount(si, weights=ideal, minlength=S)
+        cmax = np.zeros(S, dtype=np.int64)
+        np.maximum.at(cmax, si, cost)
+        names: dict = defaultdict(set)
+        for a, b in set(zip(si.tolist(), gdi.tolist())):
+            names[a].add(descs[b].name)
+        stats = self.site_stats
+        for j in range(S):
+            f = sfirst[j]
+            key = ("shared" if gsh[f] else "global", _OPNAME[gop[f]], int(gsite[f]))
+            st = stats.get(key)
+            if st is None:
+                stats[key] = st = [0, 0, 0, 0, set(), int(gsize[f])]
+            st[0] += int(req[j])
+            st[1] += int(csum[j])
+            st[2] = max(st[2], int(cmax[j]))
+            st[3] += int(isum[j])
+            st[4] |= names[j]
+        cols = dict(op=op, shared=shared, di=di, site=site, tid=T, occ=occ, addr=A, size=size, epoch=epoch, ws=WS,
+                    bi=bi)
+        bounds = np.searchsorted(bi, np.arange(len(self.chunk) + 1))
+        for j, c in enumerate(self.chunk):
+            if self._keep(c[0]) and bounds[j] < bounds[j + 1]:
+                self.kept[c[0]] = {k: v[bounds[j]:bounds[j + 1]] for k, v in cols.items()}
+        if s.any() and (op[s] != _LD).any():
+            self._find_races(cols, s)
+
+    def rows(self, block):
+        """Normalised records of a kept block: (op, space, site, tid, occ, addr, size, name, epoch, ws, base)."""
+        r = self._kept_rows.get(block)
+        if r is None:
+            cols = self.kept[block]
+            r = self._kept_rows[block] = self._rows(cols, np.arange(len(cols["op"])))
+        return r
+
+    def _rows(self, cols, idx):
+        descs = self.descs
+        out = []
+        op, di, site, tid, occ, addr, size, epoch, ws = (
+            cols[k][idx].tolist() for k in ("op", "di", "site", "tid", "occ", "addr", "size", "epoch", "ws"))
+        for j in range(len(op)):
+            d = descs[di[j]]
+            out.append((_OPNAME[op[j]], d.space, site[j], tid[j], occ[j], addr[j], size[j], d.name, epoch[j], ws[j],
+                        d.base))
+        return out
+
+    def _find_races(self, cols, smask):
+        # accesses to one 4-byte word in one barrier epoch of one block; a race needs two threads and a write
+        idx = np.nonzero(smask)[0]
+        a, sz = cols["addr"][idx], cols["size"][idx]
+        wlo = a >> 2
+        nw = ((a + sz - 1) >> 2) - wlo + 1
+        rep = np.repeat(np.arange(len(idx)), nw)
+        word = wlo[rep] + (np.arange(len(rep)) - (np.cumsum(nw) - nw)[rep])
+        row = idx[rep]
+        wi, W = _group_ids([cols["bi"][row], cols["epoch"][row], word])
+        writes = np.bincount(wi, weights=(cols["op"][row] != _LD), minlength=W)
+        tid = cols["tid"][row]
+        tmin = np.full(W, 1 << 40, dtype=np.int64)
+        tmax = np.full(W, -1, dtype=np.int64)
+        np.minimum.at(tmin, wi, tid)
+        np.maximum.at(tmax, wi, tid)
+        cand = (writes > 0) & (tmin != tmax)
+        if not cand.any():
+            return
+        sel = np.nonzero(cand[wi])[0]
+        groups: dict = defaultdict(list)
+        recs = self._rows(cols, row[sel])
+        blocks = cols["bi"][row[sel]].tolist()
+        for w, b, r in zip(wi[sel].tolist(), blocks, recs):
+            groups[w].append((b, r))
+        for lst in groups.values():
+            block = self.chunk[lst[0][0]][0]
+            by_site: dict = {}
+            for _b, r in lst:
+                by_site.setdefault((r[_SITE], r[_OP]), []).append(r)
+            for (s1, op1), l1 in by_site.items():
+                if op1 == "ld":
+                    continue
+                for (s2, op2), l2 in by_site.items():
+                    if op1 == "atom" and op2 == "atom":
+                        continue
+                    pair = _first_racing_pair(l1, l2)
+                    if pair is None:
+                        continue
+                    key = tuple(sorted([(s1, op1), (s2, op2)], key=lambda x: (site_line(x[0]), x[1])))
+                    race = self.races.get(key)
+                    if race is None:
+                        self.races[key] = [block, pair[0], pair[1], 1]
+                    else:
+                        race[3] += 1
+
+    def _divergence(self, ev, bi):
+        T, L = ev[:, 0], ev[:, 1]
+        n = len(T)
+        gt = bi * self.nthreads + T
+        order = np.argsort(gt, kind="stable")  # each thread's lines, in the order it ran them
+        gts, Ls = gt[order], L[order]
+        nxt = np.full(n, -1, dtype=np.int64)
+        nxt[:-1] = np.where(gts[1:] == gts[:-1], Ls[1:], -1)
+        k = _occurrence(_group_ids([gts, Ls])[0])
+        wg = gts >> 5  # warps, unique in the chunk (nthreads is a multiple of 32 or warps end with blocks)
+        if self.nthreads % 32:
+            wg = (gts // self.nthreads) * ((self.nthreads + 31) // 32) + (gts % self.nthreads) // 32
+        si, S, sfirst = _group_ids([wg, Ls, k], first=True)
+        active = np.bincount(si, minlength=S)
+        sline = Ls[sfirst]
+        weight = self._weights(sline)  # a marker may stand for a run of several source lines
+        self.div_steps += int(weight.sum())
+        self.div_active += int((active * weight).sum())
+        # per warp: steps, lanes summed, lanes present
+        sw = wg[sfirst]
+        uw, wi = np.unique(sw, return_inverse=True)
+        wsteps = np.bincount(wi, weights=weight)
+        wact = np.bincount(wi, weights=active * weight)
+        ut = np.unique(gts)
+        lanes = np.bincount(np.searchsorted(uw, _warp_of(ut, self.nthreads)), minlength=len(uw))
+        nw_per_block = (self.nthreads + 31) // 32
+        for j, w in enumerate(uw.tolist()):
+            block = self.chunk[w // nw_per_block][0]
+            self.warp_steps[(block, w % nw_per_block)] = (int(wsteps[j]), int(wact[j]), int(lanes[j]))
+        # where the lanes of each step went next
+        pi, P, pfirst = _group_ids([si, nxt + 1], first=True)
+        pcount = np.bincount(pi, minlength=P)
+        pstep = si[pfirst]
+        nsides = np.bincount(pstep, minlength=S)
+        for line, c in zip(*np.unique(sline, return_counts=True)):
+            b = self.branches.get(int(line))
+            if b is None:
+                self.branches[int(line)] = b = [0, 0, defaultdict(int)]
+            b[0] += int(c)
+        div = nsides > 1
+        if div.any():
+            per_step: dict = defaultdict(dict)
+            for st, nx, c in zip(pstep.tolist(), (nxt[pfirst]).tolist(), pcount.tolist()):
+                if div[st]:
+                    per_step[st][None if nx < 0 else nx] = c
+            for st, sides in per_step.items():
+                line = int(sline[st])
+                b = self.branches[line]
+                b[1] += 1
+                for nx, c in sides.items():
+                    b[2][nx] += c
+                w = int(sw[st])
+                block = self.chunk[w // nw_per_block][0]
+                if self._keep(block):
+                    self.branch_events.append((line, block, w % nw_per_block, int(k[sfirst[st]]), sides))
+
+
+    def _weights(self, lines):
+        w = self.line_weights
+        if not w:
+            return np.ones(len(lines), dtype=np.int64)
+        table = np.ones(max(int(lines.max()), max(w)) + 1, dtype=np.int64)
+        for line, v in w.items():
+            table[line] = v
+        return table[lines]
+
+
+def _warp_of(gt, nthreads):
+    return (gt // nthreads) * ((nthreads + 31) // 32) + (gt % nthreads) // 32
+
+
+def _group_ids(cols, first=False):
+    """Number the distinct rows of non-negative int columns: (id per row, how many ids[, first row of each id])."""
+    n = len(cols[0])
+    if n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return (z, 0, z) if first else (z, 0)
+    widths = [max(int(c.max()), 1).bit_length() for c in cols]
+    if sum(widths) <= 62:
+        key = cols[0].astype(np.int64, copy=True)
+        for c, w in zip(cols[1:], widths[1:]):
+            key <<= w
+            key |= c
+        if first:
+            u, idx, inv = np.unique(key, return_index=True, return_inverse=True)
+            return inv.reshape(-1), len(u), idx
+        u, inv = np.unique(key, return_inverse=True)
+        return inv.reshape(-1), len(u)
+    order = np.lexsort(cols[::-1])
+    change = np.zeros(n, dtype=bool)
+    for c in cols:
+        cs = c[order]
+        change[1:] |= cs[1:] != cs[:-1]
+    ids = np.cumsum(change)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = ids
+    count = int(ids[-1]) + 1
+    if first:
+        fidx = np.full(count, n, dtype=np.int64)
+        np.minimum.at(fidx, inv, np.arange(n))
+        return inv, count, fidx
+    return inv, count
+
+
+def _occurrence(gid):
+    """For each element: how many earlier elements have the same group id (0 for the first)."""
+    n = len(gid)
+    order = np.argsort(gid, kind="stable")
+    sk = gid[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = sk[1:] != sk[:-1]
+    pos = np.arange(n)
+    first = np.maximum.accumulate(np.where(start, pos, 0))
+    occ = np.empty(n, dtype=np.int64)
+    occ[order] = pos - first
+    return occ
+
+
+def _global_cost(gi, addr, size, G):
+    """Distinct 32-byte sectors per warp-level instruction (the rule of analysis.global_sectors)."""
+    lo = addr // analysis.SECTOR_BYTES
+    ns = (addr + size - 1) // analysis.SECTOR_BYTES - lo + 1
+    if (ns > 1).any():
+        rep = np.repeat(np.arange(len(lo)), ns)
+        sec = lo[rep] + (np.arange(len(rep)) - (np.cumsum(ns) - ns)[rep])
+        gi = gi[rep]
+    else:
+        sec = lo
+    _, _, firsts = _group_ids([gi, sec - sec.min()], first=True)
+    return np.bincount(gi[firsts], minlength=G)
+
+
+def _shared_cost(gi, addr, size, lane, G):
+    """Wavefronts and ideal wavefronts per warp-level instruction (the rule of analysis.shared_wavefronts)."""
+    pl = np.array([_phase_lanes(int(s)) for s in range(int(size.max()) + 1)], dtype=np.int64)
+    phase = lane // pl[size]
+    wlo = addr >> 2
+    nw = ((addr + size - 1) >> 2) - wlo + 1
+    if (nw > 1).any():
+        rep = np.repeat(np.arange(len(wlo)), nw)
+        word = wlo[rep] + (np.arange(len(rep)) - (np.cumsum(nw) - nw)[rep])
+        gp = gi[rep] * _NPHASE + phase[rep]
+    else:
+        word = wlo
+        gp = gi * _NPHASE + phase
+    _, _, firsts = _group_ids([gp, word - word.min()], first=True)  # distinct words per (instruction, phase)
+    gp_u, bank_u = gp[firsts], word[firsts] & (analysis.BANKS - 1)
+    bid, B, bf = _group_ids([gp_u, bank_u], first=True)  # words per bank
+    cnt = np.bincount(bid, minlength=B)
+    mx = np.zeros(G * _NPHASE, dtype=np.int64)
+    np.maximum.at(mx, gp_u[bf], cnt)
+    mx = mx.reshape(G, _NPHASE)
+    return mx.sum(axis=1), (mx > 0).sum(axis=1)
+
+
+def _cost(space, addrs, size):
+    if space == "shared":
+        return analysis.shared_wavefronts(addrs, size), analysis.shared_ideal_wavefronts(addrs, size)
+    n = sum(1 for a in addrs if a is not None)
+    return analysis.global_sectors(addrs, size), analysis.global_ideal_sectors(n, size)
+
+
+def _first_racing_pair(writes, others):
+    for w in writes:
+        for o in others:
+            # lanes of one warp separated by a warp-level sync (syncwarp, shfl …) are ordered
+            if o[_TID] != w[_TID] and not (o[_TID] >> 5 == w[_TID] >> 5 and o[_WSYNC] != w[_WSYNC]):
+                return w, o
+    return None
+
+
+def _make_array_class(rec: _Recorder):
+    """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
+    extend = rec.flat.extend
+    cur = rec.cur
+    getframe = sys._getframe
+    kcode = rec.kcode
+    traced = _TRACED_SPACES
+
+    def init(arr):
+        # per view: (descriptor * 4, byte address of the view's first element, strides, shared?)
+        if arr.space not in traced:
+            return None
+        d = rec.desc_of(arr)
+        o = arr.base_addr + (arr.a.ctypes.data - arr.root.ctypes.data)
+        return (d << 2, o, arr.a.strides, arr.space == "shared")
+
+    def far(frame):
+        # the innermost kernel or device-function frame; device functions carry their call sites
+        user = rec.user_ids
+        while frame is not None and id(frame.f_code) not in user:
+            frame = frame.f_back
+        if frame is None:  # pragma: no cover - accesses always come from kernel code
+            return 0
+        code = frame.f_code
+        if code is kcode:
+            return frame.f_lasti
+        callers = []
+        f = frame.f_back
+        while f is not None and id(f.f_code) in user:
+            callers.append((f.f_code, _owner_table(f.f_code)[f.f_lasti >> 1]))
+            f = f.f_back
+        return rec.far_key(code, tuple(callers), frame.f_lasti)
+
+    def record(arr, tr, idx, op, frame):
+        d, o, strides, shared = tr
+        if idx.__class__ is tuple:
+            addr = o
+            for i, s in zip(idx, strides):
+                addr += i * s
+        else:
+            addr = o + idx * strides[0]
+        key = frame.f_lasti if frame.f_code is kcode else far(frame)
+        ts = cur[0]._ts
+        extend((d + op, key, ts.tid, addr, ts.warp_syncs if shared else 0))
+
+    base = _engine.KernelArray
+
+    class TracedArray(base):
+        """A kernel array that reports each element access to the tracer."""
+
+        __slots__ = ("_tr",)
+
+        def __getitem__(self, idx):
+            v = self._get(idx)
+            if v.__class__ is TracedArray:
+                return v  # a row view or slice: its elements are recorded when they are accessed
+            try:
+                tr = self._tr
+            except AttributeError:
+                tr = self._tr = init(self)
+            if tr is None:
+                return v
+            # the body of record(), inlined: this runs for every load
+            d, addr, strides, shared = tr
+            if idx.__class__ is tuple:
+                if len(idx) == 2:
+                    addr += idx[0] * strides[0] + idx[1] * strides[1]
+                else:
+                    for i, s in zip(idx, strides):
+                        addr += i * s
+            else:
+                addr += idx * strides[0]
+            frame = getframe(1)
+            ts = cur[0]._ts
+            extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
+                    ts.warp_syncs if shared else 0))
+            return v
+
+        def __setitem__(self, idx, value):
+            self._set(idx, value)
+            try:
+                tr = self._tr
+            except AttributeError:
+                tr = self._tr = init(self)
+            if tr is None:
+                return
+            a = self.a
+            if idx.__class__ is tuple:
+                if len(idx) != a.ndim or slice in map(type, idx):
+                    return _record_region(self, idx, getframe(1))
+                d, addr, strides, shared = tr
+                if len(idx) == 2:
+                    addr += idx[0] * strides[0] + idx[1] * strides[1]
+                else:
+                    for i, s in zip(idx, strides):
+                        addr += i * s
+            else:
+                if a.ndim != 1 or idx.__class__ is slice:
+                    return _record_region(self, idx, getframe(1))
+                d, addr, strides, shared = tr
+                addr += idx * strides[0]
+            frame = getframe(1)
+            ts = cur[0]._ts
+            extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
+                    ts.warp_syncs if shared else 0))
+
+        def _atomic(self, idx, fn):
+            old = base._atomic(self, idx, fn)
+            try:
+                tr = self._tr
+            except AttributeError:
+                tr = self._tr = init(self)
+            if tr is not None:
+                record(self, tr, idx, _ATOM, getframe(1))
+            return old
+
+    def _record_region(arr, idx, frame):
+        # a whole row or slice assigned at once: one store per element
+        view = arr._view(arr.a[idx])
+        tr = view._tr = init(view)
+        for j in np.ndindex(view.a.shape):
+            record(view, tr, j, _ST, frame)
+
+    return TracedArray
+
+
+# --------------------------------------------------------------------------------------------------
+# Line events for divergence
+#
+# The kernel's source is re-compiled with a marker before every statement (and in every loop
+# condition) that appends (thread, line) to a list: far cheaper than sys.settrace, which slows every
+# Python call while it is on.  When the source is not available, sys.settrace does the same job.
+
+_LN, _TID_FN, _TIDVAR = "__course_trace_line__", "__course_trace_tid__", "__course_tid__"
+
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) + ((ast.Match,) if hasattr(ast, "Match") else ())
+
+
+class _Marker(ast.NodeTransformer):
+    """Puts a line marker before every run of simple statements, every compound statement and every loop test.
+
+    A run of simple statements is executed by the same lanes from its first line to its last, so one
+    marker stands for all its lines; ``weights[line]`` says how many source lines the run covers.
+    """
+
+    def __init__(self):
+        self.weights: dict = {}
+
+    def mark(self, line, weight=1):
+        self.weights[line] = max(self.weights.get(line, 1), weight)
+        return ast.Call(
+            func=ast.Name(id=_LN, ctx=ast.Load()),
+            args=[ast.Tuple(elts=[ast.Name(id=_TIDVAR, ctx=ast.Load()), ast.Constant(line)], ctx=ast.Load())],
+            keywords=[],
+        )
+
+    def body(self, stmts):
+        out: list = []
+        run: list = []
+
+        def end_run():
+            if run:
+                out.append(ast.Expr(self.mark(run[0].lineno, len({st.lineno for st in run}))))
+                out.extend(run)
+                run.clear()
+
+        for st in stmts:
+            if not isinstance(st, _COMPOUND):
+                run.append(st)
+                continue
+            end_run()
+            st = self.visit(st)
+            if not isinstance(st, ast.While):  # a while line is marked in its condition, once per test
+                out.append(ast.Expr(self.mark(st.lineno)))
+            out.append(st)
+        end_run()
+        return out
+
+    def generic_visit(self, node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return node  # nested definitions: leave alone
+        for fname in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, fname, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                setattr(node, fname, self.body(stmts))
+        if isinstance(node, ast.Try):
+            for h in node.handlers:
+                h.body = self.body(h.body)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            node.body.insert(0, ast.Expr(self.mark(node.lineno)))  # the for line, once per iteration
+        if isinstance(node, ast.While):
+            node.test = ast.BoolOp(op=ast.Or(), values=[self.mark(node.lineno), node.test])
+        return node
+
+
+def _instrument(fn):
+    """A copy of kernel ``fn`` whose statements report (thread, line), and the line weights; None if no source."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != fn.__name__:
+        return None
+    fdef = tree.body[0]
+    fdef.decorator_list = []
+    ast.increment_lineno(tree, start - 1)
+    first = fdef.body[0].lineno if fdef.body else fdef.lineno
+    m = _Marker()
+    fdef.body = m.body(fdef.body)
+    prologue = ast.parse(f"{_TIDVAR} = {_TID_FN}()").body[0]
+    for n in ast.walk(prologue):
+        if hasattr(n, "lineno"):
+            n.lineno = n.end_lineno = first
+    fdef.body.insert(0, prologue)
+    freevars = fn.__code__.co_freevars
+    if freevars:
+        outer = ast.FunctionDef(
+            name="__course_outer__",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=v) for v in freevars], vararg=None,
+                               kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+            body=[fdef, ast.Return(value=ast.Name(id=fn.__name__, ctx=ast.Load()))],
+            decorator_list=[], returns=None, type_comment=None,
+        )
+        ast.copy_location(outer, fdef)
+        tree.body = [outer]
+    ast.fix_missing_locations(tree)
+    try:
+        module_code = compile(tree, fn.__code__.co_filename, "exec")
+    except (SyntaxError, ValueError):
+        return None
+    code = _find_code(module_code, fn.__name__)
+    if code is None:
+        return None
+    closure = None
+    if code.co_freevars:
+        cells = dict(zip(freevars, fn.__closure__ or ()))
+        try:
+            closure = tuple(cells[v] for v in code.co_freevars)
+        except KeyError:
+            return None
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new, m.weights
+
+
+def _find_code(code, name):
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            if c.co_name == name:
+                return c
+            found = _find_code(c, name)
+            if found is not None:
+                return found
+    return None
+
+
+def _settrace_lines(rec: _Recorder):
+    """The fallback: a sys.settrace function recording (thread, line) for kernel frames."""
+    extend = rec.line_events.extend
+    cur = rec.cur
+
+    def local(frame, event, arg):
+        if event == "line":
+            extend((cur[0]._ts.tid, frame.f_lineno))
+        return local
+
+    def glob(frame, event, arg):
+        if id(frame.f_code) in rec.user_ids:
+            return local
+        return None
+
+    return glob
+
+
+# --------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class LineCounts:
+    """Counts for one (source line, memory space, operation): requests and sectors or wavefronts."""
+
+    line: int
+    source: str
+    function: str
+    space: str  # 'global' | 'shared'
+    op: str  # 'load' | 'store' | 'atomic'
+    arrays: tuple
+    size: int  # bytes per lane access
+    requests: int
+    count: int  # sectors (global) or wavefronts (shared)
+    unit: str  # 'sectors' | 'wavefronts'
+    worst: int  # the most sectors / wavefronts one request needed
+    ideal: int  # what the requests would need if perfectly coalesced / conflict-free
+
+    @property
+    def per_request(self) -> float:
+        """Average sectors or wavefronts per request (for shared memory: the bank-conflict degree)."""
+        return self.count / self.requests if self.requests else 0.0
+
+    @property
+    def ideal_per_request(self) -> float:
+        """What ``per_request`` would be for a perfectly coalesced / conflict-free access."""
+        return self.ideal / self.requests if self.requests else 0.0
+
+
+@dataclass
+class LaneAccess:
+    """One lane's part of a warp-level access."""
+
+    lane: int
+    thread: tuple  # threadIdx (x, y, z)
+    index: tuple  # the element index into the array as a whole (row views resolved)
+    addr: int  # byte address (global: the launch's virtual addresses; shared: offset in the block's shared memory)
+    offset: int  # byte offset from the start of the array
+    bank: int
+    sector: int
+    wavefront: Optional[int]  # shared memory: which pass serves this lane (0, 1, …); global: None
+
+
+@dataclass
+class WarpAccess:
+    """One warp-level memory instruction: which lanes took part and what it cost."""
+
+    line: int
+    source: str
+    space: str
+    op: str
+    array: str
+    size: int
+    block: tuple
+    warp: int
+    occurrence: int
+    lanes: list  # 32 entries: LaneAccess or None (inactive lane)
+    active_mask: int
+    sectors: int
+    wavefronts: int
+    ideal: int
+
+    @property
+    def active(self) -> int:
+        """How many lanes took part."""
+        return bin(self.active_mask).count("1")
+
+
+@dataclass
+class Race:
+    """Two shared-memory accesses of different threads of one block, at least one a write, no barrier between."""
+
+    block: tuple
+    address: int  # byte offset in the block's shared memory
+    array: str
+    first: dict  # {'line', 'source', 'op', 'thread'}: the write
+    second: dict  # the other access (a read or another write)
+    count: int  # how many (epoch, word) places this pair of lines raced on, over all blocks
+
+    def __str__(self):
+        f, s = self.first, self.second
+        return (
+            f"race on {self.array} (shared byte {self.address}) in block {self.block}: "
+            f"{f['op']} by thread {f['thread']} at line {f['line']} `{f['source']}` and "
+            f"{s['op']} by thread {s['thread']} at line {s['line']} `{s['source']}` "
+            f"with no syncthreads() between ({self.count} place(s))"
+        )
+
+
+@dataclass
+class Branch:
+    """One source line at which lanes of a warp went different ways."""
+
+    line: int
+    source: str
+    executions: int  # warp-level executions of this line
+    divergent: int  # how many of them split the warp
+    sides: dict  # next line (or 'exit') -> lanes that went there, summed over the divergent executions
+
+
+@dataclass
+class Divergence:
+    """Divergence summary: branches that split warps and the average active lanes per warp step."""
+
+    branches: list  # Branch, by line
+    events: list  # (line, block, warp, occurrence, {next line or 'exit': lanes}) for detail blocks
+    steps: int  # warp-level line executions
+    active_lanes: int  # lanes summed over those steps
+    warps: dict  # (block, warp) -> (steps, active lanes summed, lanes in the warp)
+
+    @property
+    def avg_active_lanes(self) -> float:
+        """Average active lanes per executed warp step (compare smsp__thread_inst_executed_per_inst_executed.ratio)."""
+        return self.active_lanes / self.steps if self.steps else 0.0
+
+    @property
+    def simt_efficiency(self) -> float:
+        """Average active lanes over the 32 a warp could use."""
+        return self.avg_active_lanes / 32.0
+
+
+class Report:
+    """What one traced launch did to the memory system (see the module docstring for the methods)."""
+
+    def __init__(self, rec: _Recorder, kernel_name, griddim, blockdim, seconds, lines):
+        self._rec = rec
+        self.kernel = kernel_name
+        self.griddim = griddim
+        self.blockdim = blockdim
+        self.seconds = seconds
+        self._lines = lines
+        self.detail_blocks = sorted(rec.kept)
+
+    # ---- counts
+    def totals(self) -> dict:
+        """The eight Nsight Compute counts for the whole launch (keys: :data:`TOTAL_KEYS`)."""
+        t = dict.fromkeys(TOTAL_KEYS, 0)
+        for (space, op, _site), s in self._rec.site_stats.items():
+            if op == "atom":
+                continue
+            kind = "load" if op == "ld" else "store"
+            unit = "sectors" if space == "global" else "wavefronts"
+            t[f"{space}_{kind}_requests"] += s[0]
+            t[f"{space}_{kind}_{unit}"] += s[1]
+        return t
+
+    def atomics(self) -> dict:
+        """Atomic operations (not part of the load/store counts, as in Nsight Compute): requests per space."""
+        out: dict = defaultdict(int)
+        for (space, op, _site), s in self._rec.site_stats.items():
+            if op == "atom":
+                out[space] += s[0]
+        return dict(out)
+
+    def by_line(self) -> list:
+        """Counts per (source line, space, operation), in source order: a list of :class:`LineCounts`."""
+        rows: dict = {}
+        for (space, op, site), s in self._rec.site_stats.items():
+            code = site_code(site)
+            line = site_line(site)
+            key = (code.co_filename, line, space, op)
+            row = rows.get(key)
+            if row is None:
+                rows[key] = row = LineCounts(
+                    line=line, source=_source(code, line), function=code.co_name, space=space, op=_OPS[op],
+                    arrays=(), size=s[5], requests=0, count=0,
+                    unit="sectors" if space == "global" else "wavefronts", worst=0, ideal=0,
+                )
+            row.requests += s[0]
+            row.count += s[1]
+            row.worst = max(row.worst, s[2])
+            row.ideal += s[3]
+            row.arrays = tuple(sorted(set(row.arrays) | s[4]))
+        order = {"load": 0, "store": 1, "atomic": 2}
+        return sorted(rows.values(), key=lambda r: (r.function != self.kernel, r.line, r.space, order[r.op]))
+
+    def table(self) -> str:
+        """A plain-text table of :meth:`by_line`, for printing."""
+        head = f"{'line':>5}  {'space':6} {'op':6} {'requests':>8} {'per req':>8} {'worst':>5} {'ideal':>6}  source"
+        out = [f"kernel {self.kernel}: grid {self.griddim}, block {self.blockdim}", head]
+        for r in self.by_line():
+            unit = "sect" if r.unit == "sectors" else "wavef"
+            out.append(
+                f"{r.line:>5}  {r.space:6} {r.op:6} {r.requests:>8} {r.per_request:>6.2f} {unit[0]}"
+                f" {r.worst:>5} {r.ideal_per_request:>6.2f}  {r.source}"
+            )
+        t = self.totals()
+        out.append("totals: " + ", ".join(f"{k}={v}" for k, v in t.items()))
+        return "\n".join(out)
+
+    def __repr__(self):
+        return self.table()
+
+    # ---- per-warp detail
+    def warp_accesses(self, block=0) -> list:
+        """Every warp-level access of one kept block, in program order of its first lane."""
+        blk = self._block_key(block)
+        recs = self._rec.rows(blk)
+        groups: dict = {}
+        first: dict = {}
+        for i, r in enumerate(recs):
+            key = (r[_SPACE], r[_OP], r[_SITE], r[_TID] >> 5, r[_OCC])
+            if key not in groups:
+                groups[key] = []
+                first[key] = i
+            groups[key].append(r)
+        return [self._warp_access(blk, key, groups[key]) for key in sorted(groups, key=first.get)]
+
+    def warp_detail(self, line, block=0, warp=0, occurrence=0) -> list:
+        """The accesses on source ``line`` by ``warp`` of ``block``, its ``occurrence``-th time there.
+
+        Returns a list of :class:`WarpAccess` (one per memory instruction on that line, e.g. two loads
+        and a store for ``s[i] += s[i + k]``), each with 32 lane entries (None for inactive lanes).
+        ``block`` is a linear block number or an (x, y, z) tuple; it must be one of ``detail_blocks``.
+        """
+        blk = self._block_key(block)
+        recs = self._rec.rows(blk)
+        groups: dict = {}
+        for r in recs:
+            if r[_TID] >> 5 != warp or r[_OCC] != occurrence or site_line(r[_SITE]) != line:
+                continue
+            groups.setdefault((r[_SPACE], r[_OP], r[_SITE]), []).append(r)
+        return [self._warp_access(blk, (k[0], k[1], k[2], warp, occurrence), g) for k, g in groups.items()]
+
+    def lines_with_accesses(self) -> list:
+        """Source lines that made memory accesses (handy for widget menus)."""
+        return sorted({r.line for r in self.by_line()})
+
+    def _block_key(self, block):
+        gx, gy, gz = _dims(self.griddim)
+        if isinstance(block, (int, np.integer)):
+            b = int(block)
+            blk = (b % gx, (b // gx) % gy, b // (gx * gy))
+        else:
+            blk = tuple(block) + (0,) * (3 - len(tuple(block)))
+        if blk not in self._rec.kept:
+            raise KeyError(
+                f"block {blk} was not kept in detail; this report keeps {self.detail_blocks}. "
+                "Trace again with detail_blocks=[...] naming the block you want to inspect."
+            )
+        return blk
+
+    def _warp_access(self, blk, key, group):
+        space, op, site, warp, occ = key
+        bx, by, bz = _dims(self.blockdim)
+        size = group[0][_SIZE]
+        addrs = [None] * 32
+        for r in group:
+            addrs[r[_TID] & 31] = r[_ADDR]
+        passes = analysis.shared_passes(addrs, size) if space == "shared" else [None] * 32
+        lanes: list = [None] * 32
+        for r in group:
+            lane = r[_TID] & 31
+            tid = r[_TID]
+            thread = (tid % bx, (tid // bx) % by, tid // (bx * by))
+            base = r[_BASE]
+            name, shape, itemsize = self._rec.arrays.get((space, base), (r[_NAME], (), size))
+            offset = r[_ADDR] - base
+            try:
+                index = tuple(int(i) for i in np.unravel_index(offset // itemsize, shape)) if shape else ()
+            except ValueError:
+                index = ()
+            p = passes[lane]
+            lanes[lane] = LaneAccess(
+                lane=lane, thread=thread, index=index, addr=int(r[_ADDR]), offset=int(offset),
+                bank=analysis.bank_of(r[_ADDR]), sector=analysis.sector_of(r[_ADDR]),
+                wavefront=None if p is None else p.wavefront,
+            )
+        cost, ideal = _cost(space, addrs, size)
+        line = site_line(site)
+        return WarpAccess(
+            line=line, source=_source(site_code(site), line), space=space, op=_OPS[op], array=group[0][_NAME], size=size,
+            block=blk, warp=warp, occurrence=occ, lanes=lanes, active_mask=analysis.active_mask(addrs),
+            sectors=analysis.global_sectors(addrs, size), wavefronts=cost if space == "shared" else 0, ideal=ideal,
+        )
+
+    # ---- divergence and races
+    def divergence(self) -> Divergence:
+        """Which branches split warps, and the average number of active lanes per warp step."""
+        if not self._lines:
+            raise RuntimeError("this trace ran without line events; call trace(..., lines=True) to see divergence")
+        rec = self._rec
+        code = rec.kcode
+        branches = []
+        for line, (execs, div, sides) in rec.branches.items():
+            if not div:
+                continue
+            named = {("exit" if k is None else k): v for k, v in sides.items()}
+            branches.append(Branch(line=line, source=_source(code, line), executions=execs, divergent=div,
+                                   sides=named))
+        branches.sort(key=lambda b: b.line)
+        events = [
+            (line, blk, warp, k, {("exit" if n is None else n): c for n, c in sd.items()})
+            for line, blk, warp, k, sd in rec.branch_events
+        ]
+        return Divergence(branches=branches, events=events, steps=rec.div_steps, active_lanes=rec.div_active,
+                          warps=dict(rec.warp_steps))
+
+    def races(self) -> list:
+        """Shared-memory races (two threads, one address, at least one write, no barrier between): :class:`Race` list."""
+        out = []
+        bx, by, _bz = _dims(self.blockdim)
+
+        def thread(tid):
+            return (tid % bx, (tid // bx) % by, tid // (bx * by))
+
+        for (blk, w, o, count) in self._rec.races.values():
+            def side(r):
+                line = site_line(r[_SITE])
+                return {"line": line, "source": _source(site_code(r[_SITE]), line), "op": _OPS[r[_OP]],
+                        "thread": thread(r[_TID])}
+            out.append(Race(block=blk, address=int(max(w[_ADDR], o[_ADDR])), array=w[_NAME], first=side(w),
+                            second=side(o), count=count))
+        out.sort(key=lambda r: (r.first["line"], r.second["line"]))
+        return out
+
+
+def _dims(d):
+    if isinstance(d, (int, np.integer)):
+        return (int(d), 1, 1)
+    d = tuple(int(x) for x in d)
+    return d + (1,) * (3 - len(d))
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lines=True, seed=None,
+          time_limit=None) -> Report:
+    """Run one launch on the CPU engine, recording every global and shared element access; return a :class:`Report`.
+
+    ``detail_blocks``: blocks whose every access is kept for :meth:`Report.warp_detail` and
+    :meth:`Report.warp_accesses` (default: all blocks when the grid has at most 64, else the first 4);
+    counts, races and divergence always cover the whole launch.  ``lines=False`` skips the line
+    events that :meth:`Report.divergence` needs (a little faster).
+    """
+    fn = _engine._kernel_py_func(kernel)
+    grid = _engine._normalise_dims(griddim, "blocks_per_grid (griddim)")
+    gx, gy, gz = grid
+
+    def linear(b):
+        if isinstance(b, (int, np.integer)):
+            b = int(b)
+            return (b % gx, (b // gx) % gy, b // (gx * gy))
+        b = tuple(int(x) for x in b)
+        return b + (0,) * (3 - len(b))
+
+    if detail_blocks is None:
+        keep = None if gx * gy * gz <= 64 else {linear(b) for b in range(4)}
+    else:
+        keep = {linear(b) for b in detail_blocks}
+    rec = _Recorder(fn.__code__, keep, lines)
+    run = kernel
+    tracer = None
+    g = fn.__globals__
+    saved = {k: g[k] for k in (_LN, _TID_FN) if k in g}
+    if lines:
+        inst = _instrument(fn)
+        if inst is not None:
+            inst, rec.line_weights = inst
+            run = inst
+            rec.kcode = inst.__code__
+            rec.array_class = _make_array_class(rec)
+            cur = rec.cur
+            g[_LN] = rec.line_events.extend
+            g[_TID_FN] = lambda: cur[0]._ts.tid
+        else:
+            tracer = _settrace_lines(rec)
+    old = sys.gettrace()
+    t0 = time.perf_counter()
+    if tracer is not None:
+        sys.settrace(tracer)
+    try:
+        _engine.launch(run, grid, blockdim, args, dynshared=dynshared, hooks=rec, seed=seed,
+                       time_limit=time_limit)
+    finally:
+        if tracer is not None:
+            sys.settrace(old)
+        for k in (_LN, _TID_FN):
+            if k in saved:
+                g[k] = saved[k]
+            else:
+                g.pop(k, None)
+    rec.flush()
+    seconds = time.perf_counter() - t0
+    return Report(rec, fn.__name__, griddim, blockdim, seconds, lines)
