@@ -16,8 +16,6 @@ memory_const, memory_local, memory_latency, memory_latency_sweep.
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.metadata as md
 import json
 import os
 import pathlib
@@ -25,7 +23,6 @@ import statistics
 import sys
 import time
 import traceback
-import uuid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -46,52 +43,38 @@ if ARGS.dry_run:
     os.environ["COURSE_BACKEND"] = "cpu"
 
 import course  # noqa: E402  (chooses the backend before numba)
-from course import doctor  # noqa: E402
+from course import bench, doctor  # noqa: E402
 from course.kernels import memory as m  # noqa: E402
 from numba import cuda  # noqa: E402
 
 GPU = course.backend.on_gpu()
-RUN = uuid.uuid4().hex[:12]
 FACTS = doctor.device_facts()
 RECORDS: dict = {}
 KB, MB = 1 << 10, 1 << 20
 
 
-def _version(dist):
-    try:
-        return md.version(dist)
-    except md.PackageNotFoundError:
-        return "not installed"
+PROV = bench.provenance()
+PROV_KEYS = ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count", "cuda_driver_api",
+             "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "backend")
 
 
 def record(benchmark, variant, ms, reps, size, dtype, **extra):
-    """One record in the shared schema (ms: median of reps CUDA-event timings; None where not timed)."""
-    rec = {
-        "benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype,
-        "device": FACTS.get("device", "cpu engine (dry run)"), "driver": FACTS.get("driver", "none"),
-        "numba_cuda": _version("numba-cuda"), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "run": RUN, "dry_run": not GPU,
-    }
+    """One record in course.bench's schema (ms: median of reps CUDA-event timings; None where not timed)."""
+    rec = {"benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype}
+    rec.update({k: PROV[k] for k in PROV_KEYS if k in PROV})
+    if not GPU:
+        rec["dry_run"] = True
     rec.update(extra)
     RECORDS.setdefault(benchmark, []).append(rec)
     return rec
 
 
 def time_ms(launch, reps):
-    """Median milliseconds of ``launch()`` over reps CUDA-event timings, after one warm-up call."""
-    launch()
+    """Median milliseconds of ``launch()`` (course.bench.time_ms: CUDA events, warm-up first); on the CPU one plain call."""
     if not GPU:
-        return None
-    cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
         launch()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop))
-    return statistics.median(times)
+        return None
+    return statistics.median(bench.time_ms(launch, reps=reps, warmup=2, batch=5))  # batch: hide launch overhead
 
 
 def gbps(nbytes, ms):
@@ -234,7 +217,8 @@ def spaces(rng):
                                  ("global_per_lane", m.global_per_lane, (g,), 32)):
         ms = time_ms(lambda: k[blocks(n, tpb), tpb](*args, out, reps), ARGS.reps)
         record("memory_const", name, ms, ARGS.reps, n, "float32", reads_per_thread=reps,
-               addresses_per_warp_read=addrs, reads_per_ns=(n * reps / ms / 1e6) if ms else None)
+               addresses_per_warp_read=addrs, reads_per_ns=(n * reps / ms / 1e6) if ms else None,
+               gbps=gbps(4 * n * reps, ms))  # bytes the threads read, however they were served
     n2 = 1 << 22 if GPU else 128
     x = cuda.to_device(rng.standard_normal(n2).astype(np.float32)) if GPU else rng.standard_normal(n2).astype(np.float32)
     idx = cuda.to_device(rng.integers(0, 1 << 20, n2).astype(np.int32)) if GPU else \
@@ -247,8 +231,10 @@ def spaces(rng):
         ms = time_ms(lambda: k[blocks(n2, tpb), tpb](*args), ARGS.reps)
         regs = first(k.get_regs_per_thread()) if GPU else None
         local = first(k.get_local_mem_per_thread()) if GPU else None
+        work = {"tflops": (n2 * iters * 16 * 3 / ms / 1e9) if ms else None} if "many" in name else \
+            {"gbps": gbps(12 * n2, ms)}  # many_live: 16 values x (mul + fma) per iteration; local_dynamic: x, idx, out
         record("memory_local", name, ms, ARGS.reps, n2, "float32", regs_per_thread=regs,
-               local_bytes_per_thread=local, iters=iters if "many" in name else None)
+               local_bytes_per_thread=local, iters=iters if "many" in name else None, **work)
 
 
 # --- latency -------------------------------------------------------------------------------------------------
@@ -373,7 +359,7 @@ def device_attributes(rng=None):
 def main():
     t0 = time.time()
     rng = np.random.default_rng(2026)
-    print("device:", FACTS.get("device", FACTS["backend"]), "| run", RUN, "| dry run" if not GPU else "")
+    print("device:", FACTS.get("device", FACTS["backend"]), "| run", PROV["run"], "| dry run" if not GPU else "")
     check_all(rng)
     failed = []
     for step in (device_attributes, strides_and_offsets, layouts, spaces, latency, latency_sweep):

@@ -15,8 +15,6 @@ warps_resources.
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.metadata as md
 import json
 import os
 import pathlib
@@ -25,7 +23,6 @@ import statistics
 import sys
 import time
 import traceback
-import uuid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -46,52 +43,37 @@ if ARGS.dry_run:
     os.environ["COURSE_BACKEND"] = "cpu"
 
 import course  # noqa: E402  (chooses the backend before numba)
-from course import doctor  # noqa: E402
+from course import bench, doctor  # noqa: E402
 from course.kernels import warps  # noqa: E402
 from numba import cuda  # noqa: E402
 
 GPU = course.backend.on_gpu()
-RUN = uuid.uuid4().hex[:12]
 FACTS = doctor.device_facts()
 RECORDS: dict = {}
 
 
-def _version(dist):
-    try:
-        return md.version(dist)
-    except md.PackageNotFoundError:
-        return "not installed"
+PROV = bench.provenance()
+PROV_KEYS = ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count", "cuda_driver_api",
+             "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "backend")
 
 
 def record(benchmark, variant, ms, reps, size, dtype, **extra):
-    """One record in the shared schema (ms: median of reps CUDA-event timings; None in a dry run)."""
-    rec = {
-        "benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype,
-        "device": FACTS.get("device", "cpu engine (dry run)"), "driver": FACTS.get("driver", "none"),
-        "numba_cuda": _version("numba-cuda"), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "run": RUN, "dry_run": not GPU,
-    }
+    """One record in course.bench's schema (ms: median of reps CUDA-event timings; None where not timed)."""
+    rec = {"benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype}
+    rec.update({k: PROV[k] for k in PROV_KEYS if k in PROV})
+    if not GPU:
+        rec["dry_run"] = True
     rec.update(extra)
     RECORDS.setdefault(benchmark, []).append(rec)
     return rec
 
 
 def time_ms(launch, reps):
-    """Median milliseconds of ``launch()`` over reps CUDA-event timings, after one warm-up call."""
+    """Median milliseconds of ``launch()`` (course.bench.time_ms: CUDA events, warm-up first); on the CPU one plain call."""
     if not GPU:
         launch()
         return None
-    launch()
-    cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop))
-    return statistics.median(times)
+    return statistics.median(bench.time_ms(launch, reps=reps, warmup=2, batch=5))  # batch: hide launch overhead
 
 
 def first(value):
@@ -180,7 +162,8 @@ def divergence(rng):
         k = warps.flag_branch
         ms = time_ms(lambda: k[blocks, tpb](x, d_f, out, iters), ARGS.reps)
         record("warps_divergence", f"flag_branch[{pattern}]", ms, ARGS.reps, n, "float32", threads_per_block=tpb,
-               iters=iters, split_warps=split, warps=n // 32, share_b=float(f.mean()))
+               iters=iters, split_warps=split, warps=n // 32, share_b=float(f.mean()),
+               tflops=(n * iters * (flops_a * (1 - f.mean()) + flops_b * f.mean()) / ms / 1e9) if ms else None)
 
 
 def block_sizes(rng):
@@ -192,7 +175,8 @@ def block_sizes(rng):
         slots = warps.warp_slots(n, tpb)
         ms = time_ms(lambda: warps.chain[slots["blocks"], tpb](x, out, iters), ARGS.reps)
         record("warps_block_size", f"threads_per_block={tpb}", ms, ARGS.reps, n, "float32", threads_per_block=tpb,
-               iters=iters, blocks=slots["blocks"], warps=slots["warps"], busy_fraction=slots["busy_fraction"])
+               iters=iters, blocks=slots["blocks"], warps=slots["warps"], busy_fraction=slots["busy_fraction"],
+               tflops=(n * iters * 2 / ms / 1e9) if ms else None)
 
 
 def resources(rng=None):
@@ -207,7 +191,7 @@ def resources(rng=None):
 def main():
     t0 = time.time()
     rng = np.random.default_rng(2026)
-    print("device:", FACTS.get("device", FACTS["backend"]), "| run", RUN, "| dry run" if not GPU else "")
+    print("device:", FACTS.get("device", FACTS["backend"]), "| run", PROV["run"], "| dry run" if not GPU else "")
     check_all(rng)
     failed = []
     for step in (even_odd, divergence, block_sizes, resources):
