@@ -2,6 +2,8 @@
 
 Versions, in teaching order (each line: the idea):
 
+0. ``record_warp_lane`` / ``branch_masks``  which warp and lane each thread of a 2-D block is, and the
+                        active mask each side of a lane-parity branch sees (SIMT made visible).
 1. ``even_odd_branch``  seed 002 §1.4's "bad" code: even lanes add, odd lanes multiply, an if/else on
                         ``threadIdx.x % 2``.  Both sides are one instruction, so the compiler may turn
                         the branch into a select (predication) and nothing is serialised at all.
@@ -41,6 +43,28 @@ WARP_SIZE = 32
 # float64 arithmetic, which runs at a different rate on the H200 and would muddle the comparison).
 A_MUL, A_ADD = 0.9999, 0.0001  # path A: v = v * 0.9999 + 0.0001 (one FMA per step)
 B_MUL, B_ADD = 0.5, 0.25  # path B: v = v * v * 0.5 + 0.25 (a multiply and an FMA; stays in [0.25, 0.75])
+
+
+# --- 0: who is in which warp, and what a warp sees inside a branch ------------------------------------
+
+
+@cuda.jit
+def record_warp_lane(out):
+    """out[ty, tx] = (warp, lane) of each thread of a 2-D block: x runs fastest, so rows fill warps."""
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    tid = ty * cuda.blockDim.x + tx  # the linear thread id the hardware cuts into warps
+    out[ty, tx, 0] = tid // 32
+    out[ty, tx, 1] = tid % 32
+
+
+@cuda.jit
+def branch_masks(out):
+    """Each thread records cuda.activemask() inside its side of an if/else on lane parity."""
+    t = cuda.threadIdx.x
+    if t % 2 == 0:
+        out[t] = cuda.activemask()  # the lanes executing this side together
+    else:
+        out[t] = cuda.activemask()
 
 
 # --- 1-2: the seed's even/odd example ------------------------------------------------------------------
@@ -147,6 +171,17 @@ def PATH_B(v: np.ndarray, iters: int) -> np.ndarray:
     for _ in range(iters):
         v = v * v * np.float32(B_MUL) + np.float32(B_ADD)
     return v
+
+
+def reference_warp_lane(rows: int, cols: int) -> np.ndarray:
+    """(warp, lane) of every thread of a (cols, rows) block, indexed [ty, tx]: linear id ty * cols + tx."""
+    tid = np.arange(rows * cols).reshape(rows, cols)
+    return np.stack([tid // WARP_SIZE, tid % WARP_SIZE], axis=-1)
+
+
+def reference_branch_masks(threads: int) -> np.ndarray:
+    """What branch_masks records in full warps: even lanes see 0x55555555, odd lanes 0xAAAAAAAA."""
+    return np.where(np.arange(threads) % 2 == 0, 0x55555555, 0xAAAAAAAA).astype(np.uint32)
 
 
 def lanes_in_block(n: int, threads_per_block: int) -> np.ndarray:
