@@ -473,22 +473,91 @@ def grade_one(label: str, data: bytes, opts: dict) -> dict:
         return record
     note = "; ".join(log.problems()[:2])
     for name in names:
-        exercise = ex_mod.get(name)
-        try:
-            kernel = compile_target(found, exercise)
-            verdict = ex_mod.judge(exercise, kernel, lint=False, time_limit=opts["launch_timeout"])
-            row = _row(name, verdict.status, verdict.score, verdict.max_score, verdict.message,
-                       results=[r.__dict__ for r in verdict.results], hint=verdict.hint)
-        except Rejected as rej:
-            row = _row(name, rej.status, 0, exercise.max_score, str(rej), hint=rej.hint)
-        except Exception as err:  # compiling the learner's code failed in a way the lint did not foresee
-            row = _row(name, "error", 0, exercise.max_score, f"could not compile {exercise.target}: "
-                       f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+        row = judge_isolated(found, ex_mod.get(name), opts["launch_timeout"])
         if note:
             row["message"] = f"{row['message']} | notebook: {note}"
         record["exercises"].append(row)
     record["seconds"] = time.monotonic() - t0
     return record
+
+
+def judge_one(found: Found, exercise, launch_timeout: float) -> dict:
+    """Compile and judge one exercise's kernel from the notebook's source; a gradebook row (never raises)."""
+    try:
+        kernel = compile_target(found, exercise)
+        verdict = ex_mod.judge(exercise, kernel, lint=False, time_limit=launch_timeout)
+        return _row(exercise.name, verdict.status, verdict.score, verdict.max_score, verdict.message,
+                    results=[r.__dict__ for r in verdict.results], hint=verdict.hint)
+    except Rejected as rej:
+        return _row(exercise.name, rej.status, 0, exercise.max_score, str(rej), hint=rej.hint)
+    except Exception as err:  # compiling the learner's code failed in a way the lint did not foresee
+        return _row(exercise.name, "error", 0, exercise.max_score, f"could not compile {exercise.target}: "
+                    f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+
+
+#: Extra address space a judged kernel may allocate (shared/local arrays, big Python ints) before it fails.
+JUDGE_MEMORY_BYTES = 2 * 1024**3
+
+
+def judge_isolated(found: Found, exercise, launch_timeout: float, hard_limit: float | None = None) -> dict:
+    """:func:`judge_one` in a forked process with a hard time and memory limit, so that nothing one kernel
+    does (a C-level loop the engine's watchdog cannot interrupt, a huge allocation, a crash) costs the
+    other exercises their rows."""
+    # six launches, a trace and a race diagnosis, each under launch_timeout
+    limit = hard_limit if hard_limit is not None else 8 * launch_timeout + 30
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: judge, send one JSON line, exit without running any cleanup of the parent's
+        code = 0
+        try:
+            os.close(read)
+            _limit_memory(JUDGE_MEMORY_BYTES)
+            data = json.dumps(judge_one(found, exercise, launch_timeout)).encode()
+            with os.fdopen(write, "wb") as f:
+                f.write(data)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    chunks, deadline = [], time.monotonic() + limit
+    with os.fdopen(read, "rb") as f:
+        os.set_blocking(f.fileno(), False)
+        import select
+
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, 9)
+                break
+            ready, _, _ = select.select([f], [], [], min(left, 1.0))
+            if ready:
+                chunk = f.read()
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        if time.monotonic() >= deadline:
+            why = f"judging took longer than {limit:g} s and was stopped (an endless loop the engine could not interrupt?)"
+            return _row(exercise.name, "timeout", 0, exercise.max_score, why)
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        why = ("judging this kernel ran out of memory or crashed"
+               + (f" (signal {sig})" if sig else "") + "; does it allocate a huge array?")
+        return _row(exercise.name, "error", 0, exercise.max_score, why)
+
+
+def _limit_memory(extra: int):
+    try:
+        import resource
+
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[0])
+        cap = pages * os.sysconf("SC_PAGE_SIZE") + extra
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (OSError, ValueError, ImportError):
+        pass  # not Linux: the time limit still applies
 
 
 def _max(name):
@@ -502,6 +571,18 @@ def _row(exercise, status, score, max_score, message, **extra):
     return {"exercise": exercise, "score": score, "max_score": max_score, "status": status, "message": message, **extra}
 
 
+def _fallback_rows(label, data, status, message) -> list:
+    """Rows for a submission whose grading process failed: one per exercise it would have had."""
+    import nbformat
+
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception:
+        nb = None
+    names = expected_exercises(pathlib.Path(label).name, nb) or [""]
+    return [_row(n, status, 0, _max(n), message) for n in names]
+
+
 def _child(conn, label, data, opts):
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -509,8 +590,8 @@ def _child(conn, label, data, opts):
         os.dup2(devnull, 2)
         result = grade_one(label, data, opts)
     except BaseException as err:  # report, never leave the parent waiting
-        result = {"submission": label, "exercises": [_row(n or "", "grader error", 0, _max(n),
-                  f"the grader failed on this submission: {type(err).__name__}: {err}") for n in ([""])]}
+        result = {"submission": label, "exercises": _fallback_rows(
+            label, data, "grader error", f"the grader failed on this submission: {type(err).__name__}: {err}")}
     conn.send(json.dumps(result))
     conn.close()
 
@@ -584,9 +665,10 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         jobs_in.append((str(p), data, None))
     opts = {"cell_timeout": cell_timeout, "timeout": timeout,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
-    per_ex = opts["launch_timeout"] + 60
+    per_ex = 8 * opts["launch_timeout"] + 30  # judge_isolated's own limit per exercise
     hard = timeout + 90 + per_ex * len(ex_mod.EXERCISES)
     records = {}
+    data_of = {label: data for label, data, _ in jobs_in}
     ctx = multiprocessing.get_context("fork")
     pending = list(jobs_in)
     running = {}  # conn -> (label, process, deadline)
@@ -610,8 +692,8 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
                 try:
                     records[label] = json.loads(conn.recv())
                 except (EOFError, OSError, ValueError):
-                    records[label] = {"submission": label, "exercises": [
-                        _row("", "grader error", 0, 0, "the grading process for this submission died")]}
+                    records[label] = {"submission": label, "exercises": _fallback_rows(
+                        label, data_of[label], "grader error", "the grading process for this submission died")}
                 proc.join(5)
             now = time.monotonic()
             for conn, (label, proc, deadline) in list(running.items()):
@@ -619,8 +701,8 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
                     proc.kill()
                     proc.join(5)
                     running.pop(conn)
-                    records[label] = {"submission": label, "exercises": [
-                        _row("", "timeout", 0, 0, f"grading this submission took longer than {hard:g} s; stopped")]}
+                    records[label] = {"submission": label, "exercises": _fallback_rows(
+                        label, data_of[label], "timeout", f"grading this submission took longer than {hard:g} s; stopped")}
     finally:
         for conn, (label, proc, _) in running.items():
             proc.kill()

@@ -104,6 +104,8 @@ def test_forgeries_earn_nothing(graded):
     assert rows[1]["status"] == "rejected" and "__" in rows[1]["message"]  # escape attempt from the kernel
     assert rows[2]["status"] == "rejected" and "np.sum" in rows[2]["message"]
     assert "PASS 7/7" not in graded["stdout"]  # the fake verdict it printed never reached us
+    run = next(s["run"] for s in graded["results"]["submissions"] if s["submission"].endswith(f))
+    assert run["errors"] == []  # every forgery ran, including the edit of its copy of course/ (checked in-cell)
     assert not os.path.exists("/tmp/pwned")
 
 
@@ -150,3 +152,34 @@ def test_whole_notebook_limit_stops_the_kernel(tmp_path):
     ])
     log = run_notebook(nb, str(tmp_path), dict(os.environ), cell_timeout=30, total_timeout=6)
     assert "limit" in log.killed and log.seconds < 20
+
+
+def _found(src):
+    from course.grade import scan
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import course\nfrom numba import cuda, float32\n\n" + src)])
+    return scan(nb)
+
+
+def test_a_kernel_the_engine_cannot_interrupt_is_stopped_and_the_rest_still_graded():
+    from course import exercises as E
+    from course.grade import judge_isolated
+
+    # one huge integer power is a single C call: the engine's watchdog only acts between bytecodes
+    found = _found("@cuda.jit\ndef vector_add(a, b, out, n):\n    x = 9 ** 99999999\n")
+    r = judge_isolated(found, E.get("01.vector_add"), launch_timeout=1, hard_limit=4)
+    assert r["status"] == "timeout" and "stopped" in r["message"]
+    good = _found("@cuda.jit\ndef vector_add(a, b, out, n):\n    i = cuda.grid(1)\n    if i < n:\n"
+                  "        out[i] = a[i] + b[i]\n")
+    assert judge_isolated(good, E.get("01.vector_add"), launch_timeout=5)["status"] == "pass"
+
+
+def test_a_kernel_that_allocates_too_much_fails_alone():
+    from course import exercises as E
+    from course.grade import judge_isolated
+
+    found = _found("@cuda.jit\ndef vector_add(a, b, out, n):\n    x = cuda.local.array(2 ** 34, float32)\n"
+                   "    x[0] = 1\n")
+    r = judge_isolated(found, E.get("01.vector_add"), launch_timeout=5, hard_limit=60)
+    assert r["status"] == "error" and r["score"] == 0, r
