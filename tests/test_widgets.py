@@ -378,3 +378,47 @@ def test_three_way_evidence(tmp_path):
                      "shared_store_requests": None, "shared_store_wavefronts": None}
     assert "NVIDIA H200" in tv.provenance(path)
     assert tv.hardware_counts(tmp_path / "missing.json") == {}
+
+
+# --- the timed kernels and their GPU script -------------------------------------------------------------------
+
+
+def test_timed_kernels_match_numpy():
+    rng = np.random.default_rng()
+    out = np.full(2 * 48, np.nan, np.float32)
+    for stride in (1, 2, 33):
+        sm.conflict_loop[2, 48](out, stride, 40)
+        # by hand for lane 1, stride 2: words 2..41, values w % 7, summed
+        if stride == 2:
+            assert out[1] == sum(w % 7 for w in range(2, 42))
+        np.testing.assert_array_equal(out, sm.reference_conflict_loop(stride, 40, 2, 48))
+    for n in (1, 33, 300):
+        x = rng.integers(0, 10, n).astype(np.float32)
+        for radius in (0, 1, 16):
+            expected = sm.reference_stencil(x, radius)
+            if n == 33 and radius == 1:
+                assert expected[0] == 2 * x[0] + x[1] and expected[5] == x[4] + x[5] + x[6]
+            for kernel in (sm.stencil_global, sm.stencil_shared):
+                out = np.full(n, np.nan, np.float32)
+                kernel[-(-n // sm.STENCIL_THREADS), sm.STENCIL_THREADS](x, out, radius)
+                np.testing.assert_array_equal(out, expected)
+
+
+def test_gpu_script_dry_run(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    root = sm.__file__.rsplit("/course/", 1)[0]
+    done = subprocess.run([sys.executable, "scripts/gpu/bench_shared_memory.py", "--dry-run", "--out", str(tmp_path)],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = json.loads((tmp_path / "shared_memory.json").read_text())
+    variants = {r["variant"] for r in records}
+    assert {"conflict stride=1", "conflict stride=32", "stencil global r=16", "stencil shared r=0", "memcpy"} <= variants
+    for r in records:
+        assert r["dry_run"] is True and r["ms"] is None  # a dry run never pretends to have timed anything
+        for key in ("benchmark", "variant", "reps", "size", "dtype", "device", "driver", "numba_cuda", "date", "run"):
+            assert key in r, key
+    assert len({r["run"] for r in records}) == 1
+    assert "conflict stride=33" in done.stdout  # the summary table is printed last

@@ -17,6 +17,12 @@ Versions, in teaching order (each line: the idea; the counts are derived in chap
 11. ``tile_column_store``  the conflict on the store side: written by columns, read by rows.
 12. ``tile_columns_f64`` / ``tile_columns_f64_pad33``  the same with 8-byte elements.
 
+Timed on the H200 by ``scripts/gpu/bench_shared_memory.py`` (not traced: they are about time):
+
+13. ``conflict_loop``      a loop of shared loads at a given stride: does an n-way conflict cost n× the time?
+14. ``stencil_global`` / ``stencil_shared``  a moving sum read straight from global memory (the caches
+                           serve the neighbours' reads) or staged in shared memory: when does staging pay?
+
 The tile kernels transpose every 32×32 tile of a stack of tiles (``inp`` of shape ``(32 * n, 32)``):
 their only job is to make each warp read one column of a shared tile, so they take whole tiles by
 design; general shapes are chapter 05's transpose (``course/kernels/transpose.py``).
@@ -198,6 +204,61 @@ def tile_columns_f64_pad33(inp, out):
     out[row, tx] = tile[tx][ty]
 
 
+# --- timed on the H200 (scripts/gpu/bench_shared_memory.py) -----------------------------------------------
+# What conflicts cost in time, and when shared memory pays at all (seed 003, myth 3).
+
+CONFLICT_MASK = N_WORDS - 1  # N_WORDS is a power of two: & instead of %, so the loop is all shared loads
+
+
+@cuda.jit
+def conflict_loop(out, stride, iters):
+    """Each lane sums s[(lane * stride + k) & 1023] for k < iters: shared-load bound, gcd(stride, 32) passes each."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = i % 7  # small integers: every float32 sum below is exact, so NumPy can check it
+    cuda.syncthreads()
+    base = (t % WARP_SIZE) * stride
+    acc = float32(0)
+    for k in range(iters):  # + k moves every lane by one word: the banks shift, the conflict degree stays
+        acc += s[(base + k) & CONFLICT_MASK]
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc
+
+
+STENCIL_THREADS = 256  # threads per block of the stencils
+R_MAX = 16  # the widest radius the shared stencil's tile holds
+
+
+@cuda.jit
+def stencil_global(inp, out, radius):
+    """out[i] = sum of inp[i - radius .. i + radius] (clamped at the ends), every read straight from global memory."""
+    i = cuda.grid(1)
+    n = inp.shape[0]
+    if i < n:
+        acc = float32(0)
+        for k in range(-radius, radius + 1):  # neighbours' reads hit the same lines: L1/L2 serve them
+            acc += inp[min(max(i + k, 0), n - 1)]
+        out[i] = acc
+
+
+@cuda.jit
+def stencil_shared(inp, out, radius):
+    """The same stencil staged in shared memory: the block's elements plus a halo of radius on each side."""
+    s = cuda.shared.array(STENCIL_THREADS + 2 * R_MAX, float32)
+    t = cuda.threadIdx.x
+    start = cuda.blockIdx.x * cuda.blockDim.x
+    n = inp.shape[0]
+    for k in range(t, cuda.blockDim.x + 2 * radius, cuda.blockDim.x):
+        s[k] = inp[min(max(start + k - radius, 0), n - 1)]
+    cuda.syncthreads()
+    i = start + t
+    if i < n:
+        acc = float32(0)
+        for k in range(2 * radius + 1):  # the same order of additions as stencil_global: identical sums
+            acc += s[t + k]
+        out[i] = acc
+
+
 # --- NumPy references ---------------------------------------------------------------------------------
 
 
@@ -230,6 +291,20 @@ def reference_tile_transpose(inp: np.ndarray) -> np.ndarray:
 def reference_copy(inp: np.ndarray) -> np.ndarray:
     """What tile_rows writes: the input unchanged."""
     return inp.copy()
+
+
+def reference_conflict_loop(stride: int, iters: int, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What conflict_loop writes, summed exactly in integers."""
+    base = _lanes(blocks, threads_per_block) * stride
+    words = (base[:, None] + np.arange(iters)[None, :]) & CONFLICT_MASK
+    return (words % 7).sum(axis=1).astype(np.float32)
+
+
+def reference_stencil(inp: np.ndarray, radius: int) -> np.ndarray:
+    """Moving sum of width 2·radius + 1 with the ends clamped, in float64 (exact for small integers)."""
+    n = inp.shape[0]
+    idx = np.clip(np.arange(n)[:, None] + np.arange(-radius, radius + 1)[None, :], 0, n - 1)
+    return inp.astype(np.float64)[idx].sum(axis=1)
 
 
 # --- the registry ---------------------------------------------------------------------------------------
