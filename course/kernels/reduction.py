@@ -71,7 +71,7 @@ def tolerance(a: np.ndarray) -> float:
     Summed over a chain of up to n additions, independent rounding errors grow like √n (Higham,
     *Accuracy and Stability of Numerical Algorithms*, §4.2), so 4·√n·u·Σ|aᵢ| sits several standard
     deviations above what any order of summation gives — atomics in any order included — while a
-    float16 accumulator or a lost block is far outside it.  Integer-valued data, whose float32 sums
+    running float16 sum or a lost block is far outside it.  Integer-valued data, whose float32 sums
     are exact below 2²⁴, pins down the answer exactly (the tests use both).
     """
     a = np.asarray(a, dtype=np.float64)
@@ -668,9 +668,24 @@ def _ncu_cases():
              expect={"global_load_requests": n // 32, "global_load_sectors": n // 32 * 4},
              note="one 4-byte load per thread: 4 sectors per request; one atomic per element", tags=("reduction",)),
     ]
+    # Shared memory, per block of 256 (8 warps), tree levels stride = 1 … 128 (or 128 … 1):
+    # - warps with an active thread per level: interleaved 8,8,8,8,8,4,2,1 = 47; strided and sequential
+    #   4,2,1,1,1,1,1,1 = 12.  Each active warp loads twice and stores once per level; thread 0 loads
+    #   s[0] once more for the atomic, and every warp stores its value once before the tree (8).
+    # - wavefronts: interleaved and sequential touch distinct banks (1 per request); strided lanes are
+    #   2·stride words apart: loads 2·(4·2 + 2·4 + 8 + 8 + 8 + 4 + 2 + 1) = 94, stores 47.
+    tree = {
+        "block_interleaved": {"shared_load_requests": 4 * (2 * 47 + 1), "shared_load_wavefronts": 4 * (2 * 47 + 1),
+                              "shared_store_requests": 4 * (47 + 8), "shared_store_wavefronts": 4 * (47 + 8)},
+        "block_strided": {"shared_load_requests": 4 * (2 * 12 + 1), "shared_load_wavefronts": 4 * (94 + 1),
+                          "shared_store_requests": 4 * (12 + 8), "shared_store_wavefronts": 4 * (47 + 8)},
+        "block_sequential": {"shared_load_requests": 4 * (2 * 12 + 1), "shared_load_wavefronts": 4 * (2 * 12 + 1),
+                             "shared_store_requests": 4 * (12 + 8), "shared_store_wavefronts": 4 * (12 + 8)},
+    }
     for name in ("atomic_float4", "block_interleaved", "block_strided", "block_sequential"):
         v = REDUCTION_VERSIONS[name]
-        cases.append(Case(f"reduction_{name}", v.kernel, v.griddim(n), v.threads, make_args, expect=dict(float4_loads),
+        cases.append(Case(f"reduction_{name}", v.kernel, v.griddim(n), v.threads, make_args,
+                          expect=dict(float4_loads, **tree.get(name, {})),
                           note=f"reduction {name} of {n} floats: {v.idea}", tags=("reduction",)))
     v = REDUCTION_VERSIONS["warp_shuffle"]
     cases.append(Case("reduction_warp_shuffle", v.kernel, v.griddim(n), v.threads, make_args, expect=dict(float4_loads),

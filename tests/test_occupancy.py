@@ -1,0 +1,146 @@
+"""course.occupancy: the calculator against hand arithmetic, and against the driver's recorded answers."""
+
+import json
+
+import pytest
+
+import course  # noqa: F401
+from course import occupancy as occ
+from course.occupancy import GA102, H200, occupancy
+
+
+# --- hand arithmetic on the H200 (64 warps, 32 blocks, 65 536 registers in 4 slices, 228 KB shared per SM) ----------
+
+
+def test_light_kernel_fills_the_sm():
+    # 32 regs: 1024 per warp, 16 warps per 16 384-register slice, 64 warps; 256 threads = 8 warps -> 8 blocks
+    o = occupancy(32, 256, 0)
+    assert (o.blocks_per_sm, o.warps_per_sm, o.occupancy) == (8, 64, 1.0)
+    assert set(o.limited_by) == {"warps", "registers"}
+
+
+def test_34_registers_give_75_percent_at_256_and_50_percent_at_1024():
+    # 34·32 = 1088 -> 1280 (rounded to 256); 16 384 // 1280 = 12 warps per slice, 48 per SM
+    o256 = occupancy(34, 256)
+    assert o256.regs_per_warp == 1280
+    assert (o256.blocks_per_sm, o256.warps_per_sm) == (6, 48)
+    assert o256.occupancy == pytest.approx(0.75)
+    o1024 = occupancy(34, 1024)  # 48 // 32 = one block of 32 warps
+    assert (o1024.blocks_per_sm, o1024.warps_per_sm, o1024.limited_by) == (1, 32, ("registers",))
+
+
+def test_block_1024_is_never_at_25_percent():
+    # seed 002 §1.5: "block 1024 ... occupancy only 25 %": one resident block is already 32 of 64 warps
+    seen = {occupancy(r, 1024).occupancy for r in range(0, 256)}
+    assert seen == {0.0, 0.5, 1.0}
+
+
+def test_register_limit_per_block():
+    assert occupancy(64, 1024).blocks_per_sm == 1  # 64·32·32 = 65 536 registers: exactly fits
+    o = occupancy(65, 1024)  # 65·32 -> 2304 per warp, ·32 warps = 73 728 > 65 536
+    assert o.blocks_per_sm == 0 and "registers" in o.reason and "does not fit" in repr(o)
+
+
+def test_registers_checked_as_if_spread_over_all_slices():
+    # 255 regs: 8192 per warp, 2 warps per slice = 8 per SM; 3-warp blocks -> 2 blocks (6 warps)
+    o = occupancy(255, 96)
+    assert (o.blocks_per_sm, o.warps_per_sm) == (2, 6)
+
+
+def test_small_blocks_hit_the_block_limit():
+    o = occupancy(16, 32)  # 32 blocks of 1 warp: half the warp slots
+    assert (o.blocks_per_sm, o.warps_per_sm, o.limited_by) == (32, 32, ("blocks",))
+    assert occupancy(16, 64).warps_per_sm == 64
+
+
+def test_shared_memory_with_reserve_and_rounding():
+    o = occupancy(32, 256, 48 * 1024)  # 49 152 + 1024 reserved = 50 176 B; 233 472 // 50 176 = 4 blocks
+    assert (o.smem_per_block, o.blocks_per_sm, o.limited_by) == (50176, 4, ("shared memory",))
+    assert occupancy(32, 64, 100).smem_per_block == 1152  # 1124 rounded up to 128 bytes
+    assert occupancy(32, 64, 100).limits["shared memory"] == 233472 // 1152
+    over = occupancy(32, 256, 48 * 1024 + 1)
+    assert over.blocks_per_sm == 0 and "opting in" in over.reason
+    assert occupancy(32, 256, 48 * 1024 + 1, optin=True).blocks_per_sm == 4
+
+
+def test_block_too_large():
+    o = occupancy(16, 1025)
+    assert o.blocks_per_sm == 0 and "1024" in o.reason
+
+
+def test_seed_003_ga102_block_64_is_not_25_percent():
+    # GA102 (cc 8.6): 16 blocks × 2 warps = 32 of 48 warps; 25 % would need > 128 registers per thread
+    assert occupancy(32, 64, 0, GA102).occupancy == pytest.approx(32 / 48)
+    assert occupancy(128, 64, 0, GA102).occupancy > 0.25
+    assert occupancy(129, 64, 0, GA102).occupancy == pytest.approx(0.25)
+
+
+def test_monotone_in_registers_and_shared_memory():
+    for tpb in (64, 256, 1024):
+        warps = [occupancy(r, tpb).warps_per_sm for r in range(0, 256, 5)]
+        assert warps == sorted(warps, reverse=True)
+        warps = [occupancy(32, tpb, s).warps_per_sm for s in range(0, 48 * 1024, 1000)]
+        assert warps == sorted(warps, reverse=True)
+
+
+def test_max_regs_for():
+    assert occ.max_regs_for(64, 256) == 32
+    assert occ.max_regs_for(48, 256) == 40  # 40·32 = 1280: 12 warps per slice
+    assert occupancy(occ.max_regs_for(48, 256) + 1, 256).warps_per_sm < 48
+
+
+def test_bad_input_message():
+    with pytest.raises(ValueError, match="block size must be positive"):
+        occupancy(32, 0)
+
+
+# --- Little's law ---------------------------------------------------------------------------------------------------
+
+
+def test_littles_law_by_hand():
+    assert occ.bytes_in_flight(4e12, 600e-9) == pytest.approx(2.4e6)
+    # 2.4 MB over 132 SMs with 512 B per warp in flight (32 lanes × 16 B) -> 35.5 warps per SM
+    assert occ.warps_needed(4e12, 600e-9, 512) == pytest.approx(2.4e6 / 132 / 512)
+    bw = occ.bandwidth_from_warps(occ.warps_needed(4e12, 600e-9, 512), 512, 600e-9)
+    assert bw == pytest.approx(4e12)
+
+
+# --- CPU behaviour and the driver's recorded answers -----------------------------------------------------------------
+
+
+@pytest.mark.skipif(course.on_gpu(), reason="checks the CPU backend's messages")
+def test_driver_needs_a_gpu():
+    from course.kernels import reduction
+
+    with pytest.raises(RuntimeError, match="needs a GPU"):
+        occ.driver_blocks_per_sm(reduction.atomic_each, 256)
+
+
+@pytest.mark.skipif(course.on_gpu(), reason="checks the CPU backend's lookup of recorded figures")
+def test_resources_on_cpu_come_from_records():
+    from course.kernels import reduction
+
+    name = occ.kernel_name(reduction.atomic_each)
+    assert name == "course.kernels.reduction.atomic_each"
+    if any(r.get("kernel") == name for r in occ.recorded()):
+        assert occ.resources(reduction.atomic_each).regs_per_thread > 0
+    else:
+        with pytest.raises(LookupError, match="measure_occupancy.py"):
+            occ.resources(reduction.atomic_each)
+
+
+def _driver_rows():
+    if not occ.RECORDED.is_file():
+        return []
+    recs = [r for r in json.loads(occ.RECORDED.read_text()) if r.get("variant") == "kernel" and not r.get("dry_run")]
+    return [(r["kernel"], r["regs_per_thread"], r["shared_per_block"], row) for r in recs for row in r["rows"]]
+
+
+@pytest.mark.skipif(not _driver_rows(), reason="not measured yet: run scripts/gpu/measure_occupancy.py on a GPU")
+def test_model_agrees_with_the_driver_on_every_recorded_kernel():
+    bad = []
+    for kernel, regs, smem, (tpb, dyn, driver, _model) in _driver_rows():
+        mine = occupancy(regs, tpb, smem + dyn).blocks_per_sm
+        if mine != driver:
+            bad.append((kernel, regs, smem, tpb, dyn, driver, mine))
+    assert not bad, f"{len(bad)} disagreements, first: {bad[:5]}"
