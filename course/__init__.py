@@ -9,5 +9,8 @@ from course.backend import choose as _choose
 BACKEND = _choose()
 
 from course.backend import on_gpu, pick  # noqa: E402
+from course import ipython as _ipython  # noqa: E402
+
+_ipython.register()
 
 __all__ = ["BACKEND", "on_gpu", "pick"]
