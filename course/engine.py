@@ -605,7 +605,15 @@ class KernelArray:
     def __getattr__(self, name):
         if name in ("a", "space", "name", "root", "base_addr"):
             raise AttributeError(name)
-        return getattr(self.a, name)
+        attr = getattr(self.a, name)
+        if attr.__class__ is np.ndarray:  # .real, .imag …: views of the same memory stay checked and traced
+            return self._view(attr)
+        if name in _VIEW_METHODS:
+            def view_method(*args, **kwargs):
+                res = attr(*args, **kwargs)
+                return self._view(res) if isinstance(res, np.ndarray) and res.base is not None else res
+            return view_method
+        return attr
 
     def __array_ufunc__(self, ufunc, method, *args, **kwargs):
         args = tuple(x.a if isinstance(x, KernelArray) else x for x in args)
@@ -640,6 +648,9 @@ class _Record:
 
     def __setitem__(self, key, value):
         self._v[key] = value
+
+
+_VIEW_METHODS = frozenset({"reshape", "view", "ravel", "squeeze", "transpose", "swapaxes"})
 
 
 def _is_int(i):
