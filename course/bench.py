@@ -96,12 +96,25 @@ def fill(x, value) -> None:
     """Set every element of ``x`` (any array kind above) to ``value``: the poison before a check."""
     if isinstance(x, np.ndarray):
         x[...] = value
-    elif hasattr(x, "copy_to_device"):  # numba
-        x.copy_to_device(np.full(x.shape, value, dtype=x.dtype))
+    elif hasattr(x, "copy_to_device"):  # numba: copy from a cached poisoned device array
+        key = (tuple(x.shape), np.dtype(x.dtype).str, repr(value))
+        src = _POISONED.get(key)
+        if src is None:
+            src = _POISONED[key] = _numba_to_device(np.full(x.shape, value, dtype=x.dtype))
+        x.copy_to_device(src)
     elif hasattr(x, "fill_"):  # torch
         x.fill_(value)
     else:  # cupy
         x.fill(value)
+
+
+_POISONED: dict = {}
+
+
+def _numba_to_device(a):
+    from numba import cuda
+
+    return cuda.to_device(a)
 
 
 def poison_value(dtype):

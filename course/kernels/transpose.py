@@ -18,9 +18,12 @@ Versions, in teaching order (each line: the idea; chapter 05 measures every one)
                     instructions.
 9. ``wide``         8-byte words: int32/float32 rows are read and written as int64 pairs, each thread
                     transposes 2×2 blocks in registers, 64×64 tiles in a swizzled int64 tile.
+10. ``vec4``        16-byte accesses: numba has no 16-byte scalar type (a complex128 load is split into
+                    two 8-byte loads), so two small intrinsics (``load4``/``store4``) emit
+                    ``ld.global.v4``/``st.global.v4``; each thread transposes 4×4 blocks in registers.
 
 ``TRANSPOSE_VERSIONS`` holds them in that order; the factories (``rows_kernel``, ``batched_kernel``,
-``unsigned_kernel``, ``wide_kernel``) also build the other tile shapes that
+``unsigned_kernel``, ``wide_kernel``, ``vec4_kernel``) also build the other tile shapes that
 ``scripts/gpu/bench_transpose.py`` sweeps (``sweep_candidates``).  ``reference`` is the NumPy
 answer; ``NCU_CASES`` are small launches that ``scripts/gpu/validate_tracer.py`` counts on the H200.
 
@@ -36,9 +39,21 @@ from typing import Callable
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
-from numba import cuda, uint32
+from numba import cuda
 
 TILE = 32
+
+if course.on_gpu():
+    from numba import uint32  # in a kernel: a cast the compiler turns into 32-bit unsigned arithmetic
+
+    U32 = np.uint32  # an unsigned constant, so that sums with it stay unsigned
+else:
+
+    def uint32(x):
+        """The uint32 value of ``x`` as a Python int: what numba's cast gives, without NumPy scalars on the CPU."""
+        return int(x) & 0xFFFFFFFF
+
+    U32 = int
 
 
 def reference(a: np.ndarray) -> np.ndarray:
@@ -117,11 +132,12 @@ def swizzle(a, out):
 
 def rows_kernel(tile, rows):
     """``tile``×``rows`` threads move a ``tile``×``tile`` block, each thread ``tile // rows`` rows."""
+    width = tile + 1  # padded; computed out here because a shared array's shape must be a constant
 
     @cuda.jit
     def rows_transpose(a, out):
         """Each thread copies every ``rows``-th row of the tile: one load, then its store, and again."""
-        t = cuda.shared.array((tile, tile + 1), dtype=a.dtype)
+        t = cuda.shared.array((tile, width), dtype=a.dtype)
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
         n_rows, n_cols = a.shape
@@ -144,11 +160,12 @@ def rows_kernel(tile, rows):
 def batched_kernel(tile, rows):
     """Version 6 with each thread's loads issued together, kept in registers, then stored."""
     steps = tile // rows
+    width = tile + 1
 
     @cuda.jit
     def batched_transpose(a, out):
         """Load ``steps`` elements into registers, then store them: the loads overlap in flight."""
-        t = cuda.shared.array((tile, tile + 1), dtype=a.dtype)
+        t = cuda.shared.array((tile, width), dtype=a.dtype)
         vals = cuda.local.array(steps, dtype=a.dtype)  # indexed by unrolled constants: registers
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
@@ -176,13 +193,14 @@ def batched_kernel(tile, rows):
 def unsigned_kernel(tile, rows):
     """Version 7 with every index a ``uint32``: no negative-index wrap-around, 32-bit arithmetic."""
     steps = tile // rows
-    TILE_U = np.uint32(tile)
-    ROWS_U = np.uint32(rows)
+    width = tile + 1
+    TILE_U = U32(tile)
+    ROWS_U = U32(rows)
 
     @cuda.jit
     def unsigned_transpose(a, out):
         """Version 7; numba adds ``if i < 0: i += n`` to every signed index, an unsigned one needs none."""
-        t = cuda.shared.array((tile, tile + 1), dtype=a.dtype)
+        t = cuda.shared.array((tile, width), dtype=a.dtype)
         vals = cuda.local.array(steps, dtype=a.dtype)
         tx = uint32(cuda.threadIdx.x)
         ty = uint32(cuda.threadIdx.y)
@@ -224,10 +242,10 @@ def wide_kernel(tile, rows):
     words = tile // 2  # int64 words per tile row
     pair_steps = words // rows  # row pairs per thread when loading
     out_steps = tile // rows  # output rows per thread when storing
-    TILE_U = np.uint32(tile)
-    WORDS_U = np.uint32(words)
-    ROWS_U = np.uint32(rows)
-    SWZ = np.uint32(words - 1)
+    TILE_U = U32(tile)
+    WORDS_U = U32(words)
+    ROWS_U = U32(rows)
+    SWZ = U32(words - 1)
     LOW = 0xFFFFFFFF
 
     @cuda.jit
@@ -293,6 +311,148 @@ def _wide_args(a, out):
     a2, ok_a = _int64_view(a)
     out2, ok_out = _int64_view(out)
     return (a, out, a2, out2, 1 if (ok_a and ok_out) else 0)
+
+
+# --- 10. 16-byte accesses through two intrinsics -----------------------------------------------------------------
+
+
+def _load4_python(arr, row, col):
+    """``arr[row, col:col+4]`` as a 4-tuple (what the CPU engine runs, element by element)."""
+    return arr[row, col], arr[row, col + 1], arr[row, col + 2], arr[row, col + 3]
+
+
+def _store4_python(arr, row, col, x0, x1, x2, x3):
+    """``arr[row, col:col+4] = (x0, x1, x2, x3)`` (what the CPU engine runs, element by element)."""
+    arr[row, col] = x0
+    arr[row, col + 1] = x1
+    arr[row, col + 2] = x2
+    arr[row, col + 3] = x3
+
+
+def _vector_intrinsics():
+    """``load4``/``store4`` as numba intrinsics: one 16-byte ``ld/st.global.v4`` each (GPU only)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    def vector_pointer(context, builder, arrty, array, row, rowty, col, colty):
+        ary = context.make_array(arrty)(context, builder, value=array)
+        r = context.cast(builder, row, rowty, types.intp)
+        c = context.cast(builder, col, colty, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, [r, c], wraparound=False)
+        elty = context.get_value_type(arrty.dtype)
+        # Global address space and a 16-byte vector type: what lets the compiler emit LDG.E.128.
+        gptr = builder.addrspacecast(ptr, ir.PointerType(elty, 1))
+        return builder.bitcast(gptr, ir.PointerType(ir.VectorType(elty, 4), 1)), elty
+
+    @intrinsic
+    def load4(typingctx, arr, row, col):
+        sig = types.UniTuple(arr.dtype, 4)(arr, row, col)
+
+        def codegen(context, builder, sig, args):
+            vptr, _ = vector_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], args[2], sig.args[2])
+            v = builder.load(vptr, align=16)
+            vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+            return context.make_tuple(builder, sig.return_type, vals)
+
+        return sig, codegen
+
+    @intrinsic
+    def store4(typingctx, arr, row, col, x0, x1, x2, x3):
+        sig = types.void(arr, row, col, x0, x1, x2, x3)
+
+        def codegen(context, builder, sig, args):
+            vptr, elty = vector_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], args[2], sig.args[2])
+            v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
+            for k in range(4):
+                x = context.cast(builder, args[3 + k], sig.args[3 + k], sig.args[0].dtype)
+                v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+            builder.store(v, vptr, align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return load4, store4
+
+
+if course.on_gpu():
+    load4, store4 = _vector_intrinsics()
+else:
+    load4, store4 = _load4_python, _store4_python
+
+
+def vec4_kernel(tile, rows):
+    """(tile/4)×rows threads move a tile×tile block of 4-byte elements in 16-byte vectors.
+
+    The kernel takes ``(a, out, wide)``; ``wide`` says the 16-byte path is usable (4-byte elements,
+    sizes multiples of 4, 16-byte aligned rows).  Whole tiles take it; the rest goes element by element.
+    """
+    words = tile // 4  # 16-byte words per tile row
+    quad_steps = words // rows  # groups of 4 input rows per thread
+    out_steps = tile // rows  # output rows per thread
+    TILE_U = U32(tile)
+    ROWS_U = U32(rows)
+    FOUR = U32(4)
+    SWZ = U32(7)  # 8 words of 16 bytes fill the 32 banks once
+
+    @cuda.jit
+    def vec4_transpose(a, out, wide):
+        """Load 4 rows × 16 bytes, store them as 4 output rows: a 4×4 block transposed in registers."""
+        # s[i, 4w:4w+4] holds output row i, word w ^ ((i >> 2) & 7): the swizzle keeps every
+        # 8 lanes of a 16-byte access in 8 different bank groups.
+        s = cuda.shared.array((tile, tile), dtype=a.dtype, alignment=16)
+        tx = uint32(cuda.threadIdx.x)
+        ty = uint32(cuda.threadIdx.y)
+        n_rows = uint32(a.shape[0])
+        n_cols = uint32(a.shape[1])
+        row0 = uint32(uint32(cuda.blockIdx.y) * TILE_U)
+        col0 = uint32(uint32(cuda.blockIdx.x) * TILE_U)
+        if wide != 0 and row0 + TILE_U <= n_rows and col0 + TILE_U <= n_cols:
+            v = cuda.local.array((quad_steps, 16), dtype=a.dtype)
+            c4 = uint32(col0 + tx * FOUR)
+            for k in range(quad_steps):  # all loads first: 4 * quad_steps 16-byte loads in flight
+                r = uint32(row0 + (ty + uint32(k) * ROWS_U) * FOUR)
+                v[k, 0], v[k, 1], v[k, 2], v[k, 3] = load4(a, r, c4)
+                v[k, 4], v[k, 5], v[k, 6], v[k, 7] = load4(a, uint32(r + uint32(1)), c4)
+                v[k, 8], v[k, 9], v[k, 10], v[k, 11] = load4(a, uint32(r + uint32(2)), c4)
+                v[k, 12], v[k, 13], v[k, 14], v[k, 15] = load4(a, uint32(r + uint32(3)), c4)
+            for k in range(quad_steps):
+                w = uint32(((ty + uint32(k) * ROWS_U) ^ (tx & SWZ)) * FOUR)
+                for c in range(4):  # output row 4tx + c is column c of the 4×4 block
+                    i = uint32(tx * FOUR + uint32(c))
+                    s[i, w] = v[k, c]
+                    s[i, uint32(w + uint32(1))] = v[k, 4 + c]
+                    s[i, uint32(w + uint32(2))] = v[k, 8 + c]
+                    s[i, uint32(w + uint32(3))] = v[k, 12 + c]
+            cuda.syncthreads()
+            for k in range(out_steps):
+                i = uint32(ty + uint32(k) * ROWS_U)
+                w = uint32((tx ^ ((i >> uint32(2)) & SWZ)) * FOUR)
+                store4(out, uint32(col0 + i), uint32(row0 + tx * FOUR),
+                       s[i, w], s[i, uint32(w + uint32(1))], s[i, uint32(w + uint32(2))], s[i, uint32(w + uint32(3))])
+        else:
+            for r in range(ty, tile, rows):
+                for c in range(tx, tile, words):
+                    if row0 + r < n_rows and col0 + c < n_cols:
+                        out[col0 + c, row0 + r] = a[row0 + r, col0 + c]
+
+    return vec4_transpose
+
+
+def _aligned16(x) -> bool:
+    """True when ``x``'s data starts on a 16-byte boundary (host or device array)."""
+    if isinstance(x, np.ndarray):
+        return x.ctypes.data % 16 == 0
+    cai = getattr(x, "__cuda_array_interface__", None)
+    return cai is None or cai["data"][0] % 16 == 0
+
+
+def _vec4_args(a, out):
+    """Arguments of a ``vec4`` kernel: the arrays and whether 16-byte accesses are usable."""
+    ok = (np.dtype(a.dtype).itemsize == 4 and a.shape[0] % 4 == 0 and a.shape[1] % 4 == 0
+          and _aligned16(a) and _aligned16(out))
+    return (a, out, 1 if ok else 0)
 
 
 # --- the registry ---------------------------------------------------------------------------------------------
@@ -369,6 +529,13 @@ def wide_version(tile=64, rows=8, name="wide") -> Version:
                    make_args=_wide_args, family="wide", params={"tile": tile, "rows": rows})
 
 
+def vec4_version(tile=64, rows=8, name="vec4") -> Version:
+    """Version 10 for a given tile and thread-row count (16-byte path for 4-byte dtypes only)."""
+    return Version(name, f"16-byte vectors (load4/store4 intrinsics), 4×4 register transposes, "
+                   f"{tile}×{tile} swizzled tile, {tile // 4}×{rows} threads", vec4_kernel(tile, rows), tile,
+                   (tile // 4, rows), make_args=_vec4_args, family="vec4", params={"tile": tile, "rows": rows})
+
+
 TRANSPOSE_VERSIONS = {
     v.name: v
     for v in (
@@ -386,6 +553,7 @@ TRANSPOSE_VERSIONS = {
         batched_version(32, 8),
         unsigned_version(32, 8),
         wide_version(64, 8),
+        vec4_version(64, 8),
     )
 }
 
@@ -399,6 +567,8 @@ def sweep_candidates() -> list:
         out.append(unsigned_version(tile, rows, name=f"unsigned_t{tile}_r{rows}"))
     for tile, rows in ((32, 2), (32, 4), (32, 8), (32, 16), (64, 2), (64, 4), (64, 16), (64, 32)):
         out.append(wide_version(tile, rows, name=f"wide_t{tile}_r{rows}"))
+    for tile, rows in ((32, 4), (32, 8), (64, 2), (64, 4), (64, 16)):
+        out.append(vec4_version(tile, rows, name=f"vec4_t{tile}_r{rows}"))
     return out
 
 
@@ -409,8 +579,8 @@ def copy_kernel(word_bytes, per_thread=8, threads=256):
     """A plain copy in 4- or 8-byte words, ``per_thread`` loads in flight: what numba reaches without a transpose."""
 
     PER = per_thread
-    THREADS_U = np.uint32(threads)
-    CHUNK_U = np.uint32(threads * per_thread)
+    THREADS_U = U32(threads)
+    CHUNK_U = U32(threads * per_thread)
 
     @cuda.jit
     def copy_words(src, dst):
@@ -433,6 +603,34 @@ def copy_kernel(word_bytes, per_thread=8, threads=256):
     return copy_words
 
 
+def copy16_kernel(per_thread=4, threads=256):
+    """A plain copy in 16-byte vectors (``load4``/``store4`` on an (n/4)×4 view), ``per_thread`` in flight."""
+
+    PER = per_thread
+    THREADS_U = U32(threads)
+    CHUNK_U = U32(threads * per_thread)
+
+    @cuda.jit
+    def copy_vec4(src, dst):
+        """dst[:] = src[:] for (n/4)×4 arrays of 4-byte elements, one 16-byte row per access."""
+        vals = cuda.local.array((PER, 4), dtype=src.dtype)
+        n = uint32(src.shape[0])
+        base = uint32(uint32(cuda.blockIdx.x) * CHUNK_U + uint32(cuda.threadIdx.x))
+        for k in range(PER):
+            i = uint32(base + uint32(k) * THREADS_U)
+            if i < n:
+                vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3] = load4(src, i, uint32(0))
+        for k in range(PER):
+            i = uint32(base + uint32(k) * THREADS_U)
+            if i < n:
+                store4(dst, i, uint32(0), vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3])
+
+    copy_vec4.word_bytes = 16
+    copy_vec4.threads = threads
+    copy_vec4.per_thread = per_thread
+    return copy_vec4
+
+
 # --- hardware-count validation cases (course.kernels.cases.Case) ---------------------------------------------------
 
 
@@ -449,11 +647,13 @@ def _ncu_cases():
 
         return make_args
 
+    # vec4 is left out: on the CPU its 16-byte accesses run as 4 scalar ones, so the tracer would
+    # count 4 requests where the hardware counts 1.
     return [
         Case(f"transpose_{v.name}", v.kernel, v.griddim(shape), v.threads, make_args_for(v),
              note=f"transpose {v.name} of a {shape[0]}×{shape[1]} int32 matrix: {v.idea}",
              tags=("transpose",))
-        for v in TRANSPOSE_VERSIONS.values()
+        for v in TRANSPOSE_VERSIONS.values() if v.family != "vec4"
     ]
 
 

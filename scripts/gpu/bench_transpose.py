@@ -147,7 +147,9 @@ def kernel_resources(kernel, args):
 cp = optional("cupy") if GPU else None
 torch = optional("torch") if GPU else None
 
-COPY_KERNELS = {"numba_copy_4B": (T.copy_kernel(4), np.int32), "numba_copy_8B": (T.copy_kernel(8), np.int64)}
+# name: (kernel, word dtype, elements of that dtype per row of the view)
+COPY_KERNELS = {"numba_copy_4B": (T.copy_kernel(4), np.int32, 1), "numba_copy_8B": (T.copy_kernel(8), np.int64, 1),
+                "numba_copy_16B": (T.copy16_kernel(), np.int32, 4)}
 
 
 def variants_for(a, d_a, d_out, ref, dtype):
@@ -165,10 +167,12 @@ def variants_for(a, d_a, d_out, ref, dtype):
         out.append((v.name, (lambda launch=launch, args=args: launch(*args)), d_out, ref, "numba", extra, v))
     # numba copies: the same bytes, no transpose (1-D views of the same buffers)
     flat_in, flat_out = d_a.reshape(a.size), d_out.reshape(a.size)
-    for name, (k, word) in COPY_KERNELS.items():
-        if np.dtype(dtype).itemsize * a.size % np.dtype(word).itemsize:
+    for name, (k, word, per_row) in COPY_KERNELS.items():
+        if np.dtype(dtype).itemsize * a.size % (np.dtype(word).itemsize * per_row):
             continue
         src, dst = flat_in.view(word), flat_out.view(word)
+        if per_row > 1:
+            src, dst = src.reshape(src.shape[0] // per_row, per_row), dst.reshape(dst.shape[0] // per_row, per_row)
         blocks = -(-src.shape[0] // (k.threads * k.per_thread))
         extra = {"category": "numba-copy", "idea": f"copy in {k.word_bytes}-byte words, {k.per_thread} per thread",
                  "threads_per_block": [k.threads], "blocks_per_grid": [blocks]}
@@ -325,7 +329,7 @@ def dump_code():
         os.environ["PATH"] = os.path.dirname(nvdisasm) + os.pathsep + os.environ.get("PATH", "")
     cc = cuda.get_current_device().compute_capability
     summary = {}
-    kernels = [(v.name, v.kernel) for v in VERSIONS + SWEEP] + [(n, k) for n, (k, _) in COPY_KERNELS.items()]
+    kernels = [(v.name, v.kernel) for v in VERSIONS + SWEEP] + [(n, k) for n, (k, *_) in COPY_KERNELS.items()]
     for name, kernel in kernels:
         info = {}
         for sig, over in kernel.overloads.items():

@@ -1,0 +1,242 @@
+"""course.bench and course.measurements: what can be checked without a GPU.
+
+Timing itself needs a GPU and is refused here (tested); the arithmetic, the records, the correctness
+check before timing and the reading of recorded runs are tested on the CPU backend.
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import course
+from course import bench, measurements
+from course.bench import Bench, BenchError
+from numba import cuda
+
+ON_GPU = course.on_gpu()
+
+
+# --- arithmetic -----------------------------------------------------------------------------------------------
+
+
+def test_gbps_is_bytes_over_seconds_in_units_of_1e9():
+    # 2 GiB moved in 0.5 ms: 2 * 1073741824 B / 0.0005 s = 4294967296000 B/s = 4294.967296 GB/s
+    assert bench.gbps(2 * 1073741824, 0.5) == pytest.approx(4294.967296)
+    # 1e9 bytes in 1000 ms is exactly 1 GB/s
+    assert bench.gbps(1e9, 1000.0) == pytest.approx(1.0)
+
+
+def test_gbps_refuses_a_time_that_is_not_positive():
+    with pytest.raises(ValueError, match="positive"):
+        bench.gbps(100, 0.0)
+    with pytest.raises(ValueError, match="positive"):
+        bench.gbps(100, None)
+
+
+def test_transpose_moves_every_element_twice():
+    # 16384² int32: 268435456 elements × 4 bytes, read once and written once = 2 GiB
+    assert bench.transpose_bytes((16384, 16384), "int32") == 2 * 16384 * 16384 * 4 == 2147483648
+    assert bench.transpose_bytes((3, 5), np.float64) == 2 * 15 * 8
+
+
+# --- refusing to time on a CPU backend ------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(ON_GPU, reason="the refusal is what a CPU backend does; a GPU times")
+def test_timing_is_refused_on_the_cpu_with_a_clear_message():
+    with pytest.raises(BenchError) as err:
+        bench.time_ms(lambda: None)
+    msg = str(err.value)
+    assert "real GPU" in msg and "CPU wall time" in msg and "course.measurements.load" in msg
+    with pytest.raises(BenchError):
+        bench.host_ms(lambda: None)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the refusal is what a CPU backend does; a GPU times")
+def test_bench_measure_refuses_on_the_cpu_unless_it_is_a_dry_run():
+    with pytest.raises(BenchError, match="real GPU"):
+        Bench("unit").measure("x", lambda: None, size=(4,), dtype="int32", bytes_moved=32)
+    rec = Bench("unit", dry_run=True).measure("x", lambda: None, size=(4,), dtype="int32", bytes_moved=32)
+    assert rec["ms"] is None and rec["gbps"] is None and rec["dry_run"] is True
+
+
+# --- records ------------------------------------------------------------------------------------------------------
+
+
+def test_a_record_has_every_required_field_and_its_median():
+    b = Bench("unit", dry_run=True)
+    # median of (1, 3, 2) ms is 2 ms; 8 MiB in 2 ms = 8388608 / 0.002 / 1e9 = 4.194304 GB/s
+    rec = b.record("v", [1.0, 3.0, 2.0], size=(1024, 1024), dtype=np.int32, bytes_moved=8388608, tile=32)
+    assert bench.check_record(rec) == []
+    assert rec["ms"] == 2.0 and rec["reps"] == 3 and rec["ms_min"] == 1.0 and rec["ms_max"] == 3.0
+    assert rec["gbps"] == pytest.approx(4.194304)
+    assert rec["size"] == [1024, 1024] and rec["dtype"] == "int32" and rec["tile"] == 32
+    json.dumps(rec)  # a record is plain JSON
+
+
+def test_check_record_names_what_is_missing():
+    assert set(bench.check_record({"benchmark": "b", "variant": "v"})) >= {"ms", "run", "device", "driver"}
+    rec = Bench("unit", dry_run=True).record("v", [1.0], size=(1,), dtype="int32")
+    assert "gbps or tflops" in bench.check_record(rec)
+
+
+def test_one_run_id_for_every_record_of_a_process():
+    r1 = Bench("a", dry_run=True).record("x", None, size=(1,), dtype="int32")
+    r2 = Bench("b", dry_run=True).record("y", None, size=(1,), dtype="int32")
+    assert r1["run"] == r2["run"] == bench.run_id()
+
+
+def test_save_keeps_other_runs_and_replaces_this_one(tmp_path):
+    path = tmp_path / "unit.json"
+    old = {"benchmark": "unit", "variant": "old", "run": "an-older-run", "ms": 1.0}
+    path.write_text(json.dumps([old]))
+    b = Bench("unit", dry_run=True)
+    b.record("new", None, size=(1,), dtype="int32")
+    b.save(path)
+    b.save(path)  # saving again must not duplicate this run's records
+    saved = json.loads(path.read_text())
+    assert [r["variant"] for r in saved] == ["old", "new"]
+
+
+def test_table_shows_fraction_of_memcpy_and_multiple_of_cupy():
+    recs = [
+        {"variant": "memcpy", "size": [8, 8], "dtype": "int32", "ms": 1.0, "gbps": 4000.0},
+        {"variant": "cupy", "size": [8, 8], "dtype": "int32", "ms": 4.0, "gbps": 1000.0},
+        {"variant": "mine", "size": [8, 8], "dtype": "int32", "ms": 1.25, "gbps": 3200.0},
+    ]
+    row = [line for line in bench.table(recs).splitlines() if line.startswith("mine")][0]
+    assert "0.80" in row and "3.20" in row  # 3200/4000 and 3200/1000
+
+
+# --- the check before timing ----------------------------------------------------------------------------------------
+
+
+@cuda.jit
+def _copy_not_transpose(a, out):
+    """Wrong on purpose: copies a (n×n) instead of transposing it."""
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = a[i, j]
+
+
+@cuda.jit
+def _transpose_skipping_last_row(a, out):
+    """Wrong on purpose: leaves the last output row unwritten."""
+    col, row = cuda.grid(2)
+    if row < a.shape[0] and col < a.shape[1] - 1:
+        out[col, row] = a[row, col]
+
+
+def _check(kernel, a):
+    d_a = cuda.to_device(a)
+    d_out = cuda.device_array((a.shape[1], a.shape[0]), a.dtype)
+    grid = ((a.shape[1] + 15) // 16, (a.shape[0] + 15) // 16)
+    bench.verify(lambda: kernel[grid, (16, 16)](d_a, d_out), d_out, np.ascontiguousarray(a.T), what=kernel.__name__)
+
+
+def test_verify_catches_a_kernel_that_does_not_transpose():
+    a = bench.random_array((16, 16), np.int32, np.random.default_rng(1))
+    with pytest.raises(BenchError, match="differ from the NumPy reference"):
+        _check(_copy_not_transpose, a)
+
+
+def test_verify_catches_unwritten_elements_through_the_poison():
+    a = bench.random_array((17, 16), np.float32, np.random.default_rng(2))
+    with pytest.raises(BenchError) as err:
+        _check(_transpose_skipping_last_row, a)
+    assert "17 never written" in str(err.value)  # the last output row has 17 elements
+
+
+def test_verify_passes_a_correct_kernel_and_sees_through_stale_output():
+    from course.kernels.transpose import TRANSPOSE_VERSIONS
+
+    v = TRANSPOSE_VERSIONS["naive"]
+    a = bench.random_array((17, 16), np.int32, np.random.default_rng(3))
+    d_a = cuda.to_device(a)
+    d_out = cuda.to_device(np.ascontiguousarray(a.T))  # already right: only the poison makes the check honest
+    bench.verify(lambda: v.launch(d_a, d_out), d_out, a.T)
+    with pytest.raises(BenchError, match="never written"):
+        bench.verify(lambda: None, d_out, a.T, what="a launch that does nothing")
+
+
+def test_random_data_never_holds_the_poison_and_is_not_zero():
+    rng = np.random.default_rng(4)
+    for dt in (np.int32, np.int64, np.float32, np.float64):
+        x = bench.random_array((64, 64), dt, rng)
+        assert x.dtype == dt
+        assert not np.any(bench._is_poison(x))
+        assert np.count_nonzero(x) > 4000
+
+
+# --- reading recorded runs ------------------------------------------------------------------------------------------
+
+
+def _write(tmp_path, records):
+    (tmp_path / "unit.json").write_text(json.dumps(records))
+
+
+def test_a_benchmark_never_measured_says_so(tmp_path):
+    assert measurements.load("nothing-here", data_dir=tmp_path) == []
+    assert measurements.provenance([]).startswith("not measured yet")
+    assert measurements.describe(None) == "not measured yet"
+    assert measurements.describe(1493.4) == "1493 GB/s"
+
+
+def test_load_leaves_out_dry_runs_and_untimed_records(tmp_path):
+    _write(tmp_path, [
+        {"variant": "a", "run": "r1", "date": "2026-11-29T10:00:00", "ms": 1.0},
+        {"variant": "b", "run": "r1", "date": "2026-11-29T10:00:00", "ms": None, "dry_run": True},
+        {"variant": "c", "run": "r1", "date": "2026-11-29T10:00:00", "ms": None, "failed": "boom"},
+    ])
+    assert [r["variant"] for r in measurements.load("unit", data_dir=tmp_path)] == ["a"]
+
+
+def test_latest_run_keeps_one_run_only(tmp_path):
+    _write(tmp_path, [
+        {"variant": "a", "run": "old", "date": "2026-11-28T10:00:00", "ms": 1.0, "gbps": 10.0},
+        {"variant": "a", "run": "new", "date": "2026-11-29T09:00:00", "ms": 2.0, "gbps": 5.0},
+        {"variant": "b", "run": "new", "date": "2026-11-29T09:00:01", "ms": 2.0, "gbps": 7.0},
+    ])
+    latest = measurements.latest_run(measurements.load("unit", data_dir=tmp_path))
+    assert {r["run"] for r in latest} == {"new"} and len(latest) == 2
+    assert measurements.value(latest, "a") == 5.0 and measurements.value(latest, "zzz") is None
+
+
+def test_provenance_names_device_driver_versions_and_run():
+    recs = [{"device": "NVIDIA H200", "driver": "580.1", "numba_cuda": "0.30.4", "cupy": "13.6",
+             "date": "2026-11-29T16:00:00+00:00", "run": "r42", "reps": 20, "ms": 1.0}]
+    text = measurements.provenance(recs)
+    for part in ("NVIDIA H200", "580.1", "0.30.4", "CuPy 13.6", "2026-11-29 16:00", "r42", "20"):
+        assert part in text
+
+
+def test_a_corrupt_file_gets_a_message_that_names_it(tmp_path):
+    (tmp_path / "unit.json").write_text("{not json")
+    with pytest.raises(measurements.MeasurementError, match="unit.json"):
+        measurements.load("unit", data_dir=tmp_path)
+
+
+# --- the GPU benchmark script, in its dry-run mode ----------------------------------------------------------------
+
+
+def test_bench_transpose_dry_run_checks_every_version_and_writes_records(tmp_path):
+    import subprocess
+    import sys
+
+    from course.kernels.transpose import TRANSPOSE_VERSIONS
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "bench_transpose.py"
+    res = subprocess.run([sys.executable, script, "--dry-run", "--no-sweep", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "target: not measured" in res.stdout  # a dry run never claims a speed
+    records = json.loads((tmp_path / "transpose.json").read_text())
+    assert len({r["run"] for r in records}) == 1
+    assert all(r["dry_run"] and r["ms"] is None and bench.check_record(r) == [] for r in records)
+    variants = {r["variant"] for r in records}
+    assert set(TRANSPOSE_VERSIONS) <= variants and {"numba_copy_4B", "numba_copy_8B"} <= variants
+    assert not any(r.get("failed") for r in records)
+    # and the notebooks never read a dry run as a measurement
+    assert measurements.load("transpose", data_dir=tmp_path) == []
