@@ -582,6 +582,18 @@ def _first_racing_pair(writes, others):
     return None
 
 
+def _offset(addr, idx, strides):
+    """addr + the byte offset of element ``idx`` (an int, a NumPy integer or a tuple of them)."""
+    if idx.__class__ is tuple:
+        if len(idx) == 2:
+            i, j = idx
+            return addr + (i if i.__class__ is int else int(i)) * strides[0] + (j if j.__class__ is int else int(j)) * strides[1]
+        for i, s in zip(idx, strides):
+            addr += (i if i.__class__ is int else int(i)) * s
+        return addr
+    return addr + int(idx) * strides[0]
+
+
 def _make_array_class(rec: _Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
@@ -617,12 +629,7 @@ def _make_array_class(rec: _Recorder):
 
     def record(arr, tr, idx, op, frame):
         d, o, strides, shared = tr
-        if idx.__class__ is tuple:
-            addr = o
-            for i, s in zip(idx, strides):
-                addr += i * s
-        else:
-            addr = o + idx * strides[0]
+        addr = o + idx * strides[0] if idx.__class__ is int else _offset(o, idx, strides)
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ts = cur[0]._ts
         extend((d + op, key, ts.tid, addr, ts.warp_syncs if shared else 0))
@@ -646,14 +653,12 @@ def _make_array_class(rec: _Recorder):
                 return v
             # the body of record(), inlined: this runs for every load
             d, addr, strides, shared = tr
-            if idx.__class__ is tuple:
-                if len(idx) == 2:
-                    addr += idx[0] * strides[0] + idx[1] * strides[1]
-                else:
-                    for i, s in zip(idx, strides):
-                        addr += i * s
-            else:
+            if idx.__class__ is int:
                 addr += idx * strides[0]
+            elif idx.__class__ is tuple and len(idx) == 2 and idx[0].__class__ is int and idx[1].__class__ is int:
+                addr += idx[0] * strides[0] + idx[1] * strides[1]
+            else:  # other tuples, NumPy integers (which must not overflow in int32 arithmetic)
+                addr = _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
             extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
@@ -673,16 +678,15 @@ def _make_array_class(rec: _Recorder):
                 if len(idx) != a.ndim or slice in map(type, idx):
                     return _record_region(self, idx, getframe(1))
                 d, addr, strides, shared = tr
-                if len(idx) == 2:
+                if len(idx) == 2 and idx[0].__class__ is int and idx[1].__class__ is int:
                     addr += idx[0] * strides[0] + idx[1] * strides[1]
                 else:
-                    for i, s in zip(idx, strides):
-                        addr += i * s
+                    addr = _offset(addr, idx, strides)
             else:
                 if a.ndim != 1 or idx.__class__ is slice:
                     return _record_region(self, idx, getframe(1))
                 d, addr, strides, shared = tr
-                addr += idx * strides[0]
+                addr = addr + idx * strides[0] if idx.__class__ is int else _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
             extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
@@ -793,12 +797,18 @@ def _instrument(fn):
     ast.increment_lineno(tree, start - 1)
     first = fdef.body[0].lineno if fdef.body else fdef.lineno
     m = _Marker()
+    doc = []
+    if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(fdef.body[0].value, ast.Constant) \
+            and isinstance(fdef.body[0].value.value, str):
+        doc = [fdef.body.pop(0)]  # a docstring is not a line that runs
+    if not fdef.body:
+        return None
     fdef.body = m.body(fdef.body)
     prologue = ast.parse(f"{_TIDVAR} = {_TID_FN}()").body[0]
     for n in ast.walk(prologue):
         if hasattr(n, "lineno"):
             n.lineno = n.end_lineno = first
-    fdef.body.insert(0, prologue)
+    fdef.body[:0] = doc + [prologue]
     freevars = fn.__code__.co_freevars
     if freevars:
         outer = ast.FunctionDef(
