@@ -75,6 +75,8 @@ def lab(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False", f"--ServerApp.root_dir={root}",
+         # the language server and terminals are not needed here and cost start-up time
+         "--ServerApp.jpserver_extensions={'jupyter_lsp': False, 'jupyter_server_terminals': False}",
          "--allow-root"],  # CI runs as root, where JupyterLab refuses to start without it
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
@@ -196,7 +198,11 @@ def test_chapter_04_widgets_in_jupyterlab(lab):
         except BaseException:
             shot = ARTIFACTS / "browser-chapter04-failure.png"
             try:
-                page.screenshot(path=str(shot), full_page=True)
+                # JupyterLab scrolls inside its own panel: bring the explorer (if any) into the picture
+                explorer = page.locator(".bank-explorer").first
+                if explorer.count():
+                    explorer.scroll_into_view_if_needed(timeout=2_000)
+                page.screenshot(path=str(shot))
             except Exception as e:  # the screenshot must not hide the real failure
                 print(f"could not save a screenshot: {e}")
             (ARTIFACTS / "browser-chapter04-jupyter.log").write_text(_tail(lab["log"], 20000))
@@ -204,5 +210,6 @@ def test_chapter_04_widgets_in_jupyterlab(lab):
             raise
         finally:
             browser.close()
+    # no wall-clock assertion: on a shared 2-core machine the time says more about the neighbours than
+    # about the notebook (the pytest timeout above still stops a hang)
     print(f"done: {time.monotonic() - started:.1f} s")
-    assert time.monotonic() - started < 60, "the browser test should take well under a minute"
