@@ -237,10 +237,11 @@ def provenance(path: pathlib.Path = VALIDATION) -> str:
     if not path.is_file():
         return NOT_MEASURED
     data = json.loads(path.read_text())
-    meta = data.get("meta", data.get("provenance", {})) if isinstance(data, dict) else {}
+    meta = data.get("provenance", data.get("meta", {})) if isinstance(data, dict) else {}
     if not meta and isinstance(data, list) and data:
-        meta = {k: data[0].get(k) for k in ("device", "driver", "numba_cuda", "date", "run") if k in data[0]}
-    return ", ".join(f"{k}: {v}" for k, v in meta.items()) or str(path.name)
+        meta = data[0]
+    keys = ("device", "driver", "numba_cuda", "ncu", "date", "run")
+    return ", ".join(f"{k}: {meta[k]}" for k in keys if meta.get(k)) or str(path.name)
 
 
 @dataclass(frozen=True)
