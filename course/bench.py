@@ -341,7 +341,8 @@ class Bench:
         if bytes_moved is not None:
             rec["bytes"] = int(bytes_moved)
         for key in ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count",
-                    "cuda_driver_api", "numba", "numpy", "cupy", "torch", "backend"):
+                    "cuda_driver_api", "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "cupy", "torch",
+                    "backend"):
             if key in self._prov:
                 rec[key] = self._prov[key]
         if self.dry_run:

@@ -31,7 +31,8 @@ def load(benchmark: str, data_dir=None) -> list:
     """Every real GPU record of ``benchmark`` (an empty list when it was never measured).
 
     Dry-run records (``dry_run: true``, written when a benchmark script is tested on the CPU) and
-    records without a time are left out: they are not measurements.
+    records of failures (``failed``: a version that did not pass its check) are left out: they are
+    not measurements.
     """
     p = path(benchmark, data_dir)
     if not p.exists():
@@ -42,7 +43,7 @@ def load(benchmark: str, data_dir=None) -> list:
         raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or re-run the benchmark.") from e
     if not isinstance(records, list):
         raise MeasurementError(f"{p}: expected a JSON list of records, found {type(records).__name__}.")
-    return [r for r in records if isinstance(r, dict) and not r.get("dry_run") and r.get("ms") is not None]
+    return [r for r in records if isinstance(r, dict) and not r.get("dry_run") and not r.get("failed")]
 
 
 def runs(records: Iterable[dict]) -> list:

@@ -184,13 +184,14 @@ def test_a_benchmark_never_measured_says_so(tmp_path):
     assert measurements.describe(1493.4) == "1493 GB/s"
 
 
-def test_load_leaves_out_dry_runs_and_untimed_records(tmp_path):
+def test_load_leaves_out_dry_runs_and_failures(tmp_path):
     _write(tmp_path, [
         {"variant": "a", "run": "r1", "date": "2026-11-29T10:00:00", "ms": 1.0},
         {"variant": "b", "run": "r1", "date": "2026-11-29T10:00:00", "ms": None, "dry_run": True},
         {"variant": "c", "run": "r1", "date": "2026-11-29T10:00:00", "ms": None, "failed": "boom"},
+        {"variant": "d", "run": "r1", "date": "2026-11-29T10:00:00", "ms": None, "cycles_per_step": 600},
     ])
-    assert [r["variant"] for r in measurements.load("unit", data_dir=tmp_path)] == ["a"]
+    assert [r["variant"] for r in measurements.load("unit", data_dir=tmp_path)] == ["a", "d"]
 
 
 def test_latest_run_keeps_one_run_only(tmp_path):
