@@ -392,6 +392,10 @@ def test_timed_kernels_match_numpy():
         if stride == 2:
             assert out[1] == sum(w % 7 for w in range(2, 42))
         np.testing.assert_array_equal(out, sm.reference_conflict_loop(stride, 40, 2, 48))
+    for every in (0, 1, 5):
+        sm.sync_loop[2, 48](out, 40, every)
+        np.testing.assert_array_equal(out, sm.reference_sync_loop(40, 2, 48))
+    assert out[50] == sum(w % 7 for w in range(2, 42))  # block 1, thread 2: words 2..41
     for n in (1, 33, 300):
         x = rng.integers(0, 10, n).astype(np.float32)
         for radius in (0, 1, 16):
@@ -415,7 +419,8 @@ def test_gpu_script_dry_run(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     records = json.loads((tmp_path / "shared_memory.json").read_text())
     variants = {r["variant"] for r in records}
-    assert {"conflict stride=1", "conflict stride=32", "stencil global r=16", "stencil shared r=0", "memcpy"} <= variants
+    assert {"conflict stride=1", "conflict stride=32", "stencil global r=16", "stencil shared r=0", "memcpy",
+            "sync every=1 block=1024", "sync every=0 block=128"} <= variants
     for r in records:
         assert r["dry_run"] is True and r["ms"] is None  # a dry run never pretends to have timed anything
         for key in ("benchmark", "variant", "reps", "size", "dtype", "device", "driver", "numba_cuda", "date", "run"):

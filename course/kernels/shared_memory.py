@@ -20,6 +20,7 @@ Versions, in teaching order (each line: the idea; the counts are derived in chap
 Timed on the H200 by ``scripts/gpu/bench_shared_memory.py`` (not traced: they are about time):
 
 13. ``conflict_loop``      a loop of shared loads at a given stride: does an n-way conflict cost n× the time?
+    ``sync_loop``          the same loop with a ``syncthreads`` every few loads: what a barrier costs.
 14. ``stencil_global`` / ``stencil_shared``  a moving sum read straight from global memory (the caches
                            serve the neighbours' reads) or staged in shared memory: when does staging pay?
 
@@ -225,6 +226,22 @@ def conflict_loop(out, stride, iters):
     out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc
 
 
+@cuda.jit
+def sync_loop(out, iters, every):
+    """conflict_loop at stride 1 (no conflicts) with a cuda.syncthreads() after every `every` loads (0: never)."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = i % 7
+    cuda.syncthreads()
+    acc = float32(0)
+    for k in range(iters):
+        acc += s[(t + k) & CONFLICT_MASK]
+        if every > 0 and k % every == every - 1:  # the same for every thread: all reach the barrier
+            cuda.syncthreads()
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc
+
+
 STENCIL_THREADS = 256  # threads per block of the stencils
 R_MAX = 16  # the widest radius the shared stencil's tile holds
 
@@ -297,6 +314,13 @@ def reference_conflict_loop(stride: int, iters: int, blocks: int, threads_per_bl
     """What conflict_loop writes, summed exactly in integers."""
     base = _lanes(blocks, threads_per_block) * stride
     words = (base[:, None] + np.arange(iters)[None, :]) & CONFLICT_MASK
+    return (words % 7).sum(axis=1).astype(np.float32)
+
+
+def reference_sync_loop(iters: int, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What sync_loop writes (the barriers change the timing, never the sums)."""
+    t = np.tile(np.arange(threads_per_block), blocks)
+    words = (t[:, None] + np.arange(iters)[None, :]) & CONFLICT_MASK
     return (words % 7).sum(axis=1).astype(np.float32)
 
 

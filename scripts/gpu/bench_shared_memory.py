@@ -11,11 +11,15 @@ What it does, in one process (one run id), with ``course.kernels.shared_memory``
 2. **conflicts in time** (variants ``conflict stride=S``): a grid of 8 blocks per SM, 256 threads each,
    every lane summing ``iters`` shared loads at stride S.  The chapter compares the time ratio to
    stride 1 with the wavefront ratio ``gcd(S, 32)`` (seed 000: "N 路冲突意味着 N 倍的生效延迟").
-3. **shared memory vs the caches** (seed 003, myth 3; variants ``stencil global r=R`` and
+3. **barriers** (variants ``sync every=E block=B``; seed 000 §4.2, seed 001 §3.2): ``sync_loop``, the
+   conflict-free loop with a ``syncthreads`` after every E loads (0: none), in blocks of 128 and 1024
+   threads with the same 2048 threads per SM — does a barrier cost more when it is more frequent and
+   spans more warps?
+4. **shared memory vs the caches** (seed 003, myth 3; variants ``stencil global r=R`` and
    ``stencil shared r=R``): a moving sum of width 2R + 1 over 2^26 float32, read straight from global
    memory (neighbours' reads served by L1/L2) or staged in shared memory with a halo; GB/s counts the
    bytes that must move (n reads + n writes), beside ``memcpy`` (device-to-device copy) of the same size.
-4. re-times ``memcpy`` and stride 1 at the end (``… #2``): differences smaller than the spread between
+5. re-times ``memcpy`` and stride 1 at the end (``… #2``): differences smaller than the spread between
    the two rounds are noise.
 
 Records follow ``course.bench``'s schema (benchmark ``shared_memory``); the last lines printed are a
@@ -59,6 +63,8 @@ T0 = time.perf_counter()
 B = bench.Bench("shared_memory", dry_run=not GPU)
 STRIDES = (1, 2, 3, 4, 8, 16, 32, 33)
 RADII = (0, 1, 2, 4, 8, 16)
+SYNC_EVERY = (0, 64, 8, 1)
+SYNC_BLOCKS = (128, 1024)
 
 
 def log(msg):
@@ -82,6 +88,11 @@ def check(rng):
         expected = sm.reference_conflict_loop(stride, iters, blocks, tpb)
         if not np.array_equal(host(out), expected):
             raise SystemExit(f"conflict_loop stride={stride}: differs from NumPy; nothing timed")
+    for every in SYNC_EVERY:
+        out = dev(np.full(blocks * tpb, np.nan, np.float32))
+        sm.sync_loop[blocks, tpb](out, iters, every)
+        if not np.array_equal(host(out), sm.reference_sync_loop(iters, blocks, tpb)):
+            raise SystemExit(f"sync_loop every={every}: differs from NumPy; nothing timed")
     sizes = (1, 33, 1000, (1 << 20) + 3) if GPU else (1, 33, 1000)
     for n in sizes:
         x = rng.integers(0, 10, n).astype(np.float32)  # small integers: float32 sums are exact
@@ -93,7 +104,8 @@ def check(rng):
                 kernel[-(-n // sm.STENCIL_THREADS), sm.STENCIL_THREADS](xd, out, radius)
                 if not np.array_equal(host(out), expected):
                     raise SystemExit(f"{kernel.__name__} n={n} radius={radius}: differs from NumPy; nothing timed")
-    log(f"checked conflict_loop (strides {STRIDES}) and both stencils (radii {RADII}, n in {sizes})")
+    log(f"checked conflict_loop (strides {STRIDES}), sync_loop (every {SYNC_EVERY}) and both stencils "
+        f"(radii {RADII}, n in {sizes})")
 
 
 def conflicts(sms: int, tag: str = "", strides=STRIDES):
@@ -104,6 +116,18 @@ def conflicts(sms: int, tag: str = "", strides=STRIDES):
         B.measure(f"conflict stride={stride}{tag}", lambda s=stride: sm.conflict_loop[blocks, tpb](out, s, iters),
                   size=(blocks, tpb, iters), dtype=np.float32, reps=ARGS.reps,
                   wavefronts_per_load=sm.stride_wavefronts(stride), shared_loads=blocks * tpb // 32 * iters)
+
+
+def barriers(sms: int):
+    iters = 4096 if GPU else 8
+    for tpb in SYNC_BLOCKS:
+        blocks = sms * 2048 // tpb  # the same threads per SM for both block sizes
+        out = dev(np.zeros(blocks * tpb, np.float32))
+        for every in SYNC_EVERY:
+            B.measure(f"sync every={every} block={tpb}",
+                      lambda e=every, b=blocks, t=tpb: sm.sync_loop[b, t](out, iters, e),
+                      size=(blocks, tpb, iters), dtype=np.float32, reps=ARGS.reps, sync_every=every,
+                      threads_per_block=tpb, barriers_per_thread=(iters // every if every else 0))
 
 
 def memcpy(n, tag=""):
@@ -155,6 +179,8 @@ def main():
     sms = cuda.get_current_device().MULTIPROCESSOR_COUNT if GPU else 1
     conflicts(sms)
     log("conflict sweep done")
+    barriers(sms)
+    log("barriers done")
     n = stencils(rng)
     memcpy(n)
     log("stencils and memcpy done")
