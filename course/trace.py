@@ -576,8 +576,10 @@ def _cost(space, addrs, size):
 def _first_racing_pair(writes, others):
     for w in writes:
         for o in others:
-            # lanes of one warp separated by a warp-level sync (syncwarp, shfl …) are ordered
-            if o[_TID] != w[_TID] and not (o[_TID] >> 5 == w[_TID] >> 5 and o[_WSYNC] != w[_WSYNC]):
+            # lanes of one warp separated by a warp-level sync (syncwarp, shfl …) are ordered;
+            # different bytes of one word (1- and 2-byte elements) do not race
+            if o[_TID] != w[_TID] and not (o[_TID] >> 5 == w[_TID] >> 5 and o[_WSYNC] != w[_WSYNC]) \
+                    and w[_ADDR] < o[_ADDR] + o[_SIZE] and o[_ADDR] < w[_ADDR] + w[_SIZE]:
                 return w, o
     return None
 

@@ -213,6 +213,8 @@ def test_races_missing_syncthreads_is_caught():
     assert race.first["thread"] != race.second["thread"]
     assert "no syncthreads" in str(race)
     assert trace(S.tile_f32_33, 1, (32, 8), a, np.zeros_like(a)).races() == []
+    # neighbours writing different bytes of one word do not race
+    assert trace(S.shared_stride_u8, 1, 64, np.zeros(64, np.uint8), 1).races() == []
 
 
 @cuda.jit
