@@ -141,6 +141,6 @@ def test_model_agrees_with_the_driver_on_every_recorded_kernel():
     bad = []
     for kernel, regs, smem, (tpb, dyn, driver, _model) in _driver_rows():
         mine = occupancy(regs, tpb, smem + dyn).blocks_per_sm
-        if mine != driver:
+        if mine != (driver if driver is not None else 0):  # None: the driver refused the launch shape
             bad.append((kernel, regs, smem, tpb, dyn, driver, mine))
     assert not bad, f"{len(bad)} disagreements, first: {bad[:5]}"
