@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+import course
 from course.kernels import warps
 from course.trace import trace
 
@@ -52,6 +53,8 @@ def test_warp_and_lane_of_2d_blocks(cols, rows):
         assert out[2, 8].tolist() == [1, 0]  # thread (8, 2) is tid 2 * 12 + 8 = 32: warp 1, lane 0
 
 
+@pytest.mark.skipif(course.backend.on_gpu(), reason="on a GPU the compiler decides whether the warp splits "
+                    "(it may predicate both sides); chapter 02 prints what the H200 reported")
 def test_active_masks_on_each_side_of_a_branch():
     masks = np.zeros(64, np.uint32)
     warps.branch_masks[1, 64](masks)
