@@ -71,6 +71,7 @@ class Property:
     name: str
     measure: Callable
     hint: str
+    lines: bool = False  # needs the tracer's line events (divergence)
 
 
 @dataclass(frozen=True)
@@ -467,7 +468,7 @@ def _race_on(kernel, ex: Exercise, inp: Input) -> str:
         from course.trace import trace
 
         args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in inp.args)
-        races = list(trace(kernel, inp.griddim, inp.blockdim, *args).races())
+        races = list(trace(kernel, inp.griddim, inp.blockdim, *args, lines=False).races())
     except Exception:  # diagnosis only: the wrong result is already reported
         return ""
     return f"{len(races)} race(s); first: {_race_text(races[0])}" if races else ""
@@ -526,7 +527,9 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
             from course.trace import trace
 
             tin2 = ex.make_trace_input(np.random.default_rng(rng.integers(1 << 31)))
-            report = trace(kernel, tin2.griddim, tin2.blockdim, *tin2.args)
+            report = trace(kernel, tin2.griddim, tin2.blockdim, *tin2.args,
+                           lines=any(p.lines for p in ex.properties),
+                           time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
         except Exception as exc:
             status, what, detail = _classify(exc)
             results.append(Result(what, False, detail, tin.label))
@@ -619,6 +622,25 @@ def _race_text(race) -> str:
     return text.splitlines()[0] if text else repr(race)
 
 
+def no_divergence(hint: str = "") -> Property:
+    """No branch splits a warp: every warp's lanes take the same side of every branch (分支分化)."""
+
+    def measure(report, extra):
+        div = report.divergence()
+        if not div.branches:
+            return True, f"no warp split; {div.avg_active_lanes:.1f} of 32 lanes active per warp step"
+        b = div.branches[0]
+        sides = ", ".join(f"{v} to {'the end' if k == 'exit' else f'line {k}'}" for k, v in b.sides.items())
+        return False, (f"{len(div.branches)} branch(es) split warps; first at line {b.line} `{b.source}` "
+                       f"({b.divergent} of {b.executions} warp executions split; lanes went {sides}); "
+                       f"{div.avg_active_lanes:.1f} of 32 lanes active per warp step")
+
+    return Property("no warp divergence (分支分化)", measure, hint or (
+        "A warp runs both sides of a branch, one after the other, when its lanes disagree. Which threads "
+        "handle which elements is up to you: can you arrange it so that all 32 lanes of a warp agree?"),
+        lines=True)
+
+
 def shared_at_most(nbytes: int, hint: str) -> Property:
     """The block allocates at most ``nbytes`` bytes of shared memory (e.g. an unpadded 32×32 tile)."""
 
@@ -695,6 +717,59 @@ def _mat_inputs(rng):
         _mat_input(rng, 1, 33, "one row, just past one block"),
         _mat_input(rng, 13, 47, "primes"),
         _mat_input(rng, _random_size(rng, 9, 40), _random_size(rng, 20, 70), "random"),
+    ]
+
+
+# 02 -- divergence: even elements take path A, odd ones path B, and no warp takes both
+
+
+DIV_TPB = 128
+DIV_ITERS = 4
+
+
+def _div_input(rng, n, why):
+    from course.kernels import warps
+
+    x = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    odd = (np.arange(n) % 2) == 1
+    want = np.where(odd, warps.PATH_B(x, DIV_ITERS), warps.PATH_A(x, DIV_ITERS)).astype(np.float32)
+    return Input(f"n={n} ({why})", (_ceil(n, DIV_TPB),), (DIV_TPB,), (x, out, DIV_ITERS), {1: want},
+                 ("x", "out", "iters"))
+
+
+def _div_inputs(rng):
+    return [
+        _div_input(rng, 1, "one element"),
+        _div_input(rng, 97, "prime, less than one block"),
+        _div_input(rng, 128, "exactly one block"),
+        _div_input(rng, 263, "prime, two blocks and 7 elements"),
+        _div_input(rng, _random_size(rng, 300, 600), "random"),
+    ]
+
+
+# 03 -- coalescing: a particle update on a struct of arrays
+
+
+SOA_TPB = 128
+SOA_DT = 0.25  # a power of two: x + vx * dt is exact for the small integers the inputs hold
+
+
+def _soa_input(rng, n, why):
+    from course.kernels import memory
+
+    q = _f32(rng, (8, n))
+    return Input(f"n={n} ({why})", (_ceil(n, SOA_TPB),), (SOA_TPB,), (q, SOA_DT),
+                 {0: memory.reference_advance_soa(q, SOA_DT)}, ("q", "dt"))
+
+
+def _soa_inputs(rng):
+    return [
+        _soa_input(rng, 1, "one particle"),
+        _soa_input(rng, 127, "prime, less than one block"),
+        _soa_input(rng, 128, "exactly one block"),
+        _soa_input(rng, 257, "prime, two blocks and one particle"),
+        _soa_input(rng, _random_size(rng, 300, 700), "random"),
     ]
 
 
@@ -845,6 +920,49 @@ register(Exercise(
               "with the number of rows and the column with the number of columns."),
     stub_hint="find this thread's row and column with cuda.grid(2) (x first) and guard both",
     reference=_basics("matrix_add"),
+))
+
+register(Exercise(
+    name="02.even_odd_paths",
+    title="Divergence: two paths, and no warp runs both",
+    signature="even_odd_paths(x, out, iters)",
+    task=("Write `even_odd_paths(x, out, iters)`: out[i] = path A applied iters times to x[i] when i is even, "
+          "path B when i is odd (path A: v = v * A_MUL + A_ADD; path B: v = v * v * B_MUL + B_ADD, in float32, "
+          "constants from course.kernels.warps). It is launched with threads_per_block = "
+          f"{DIV_TPB} and blocks_per_grid = ceil(n / {DIV_TPB}). Choosing the path by the parity of the "
+          "thread's own index splits every warp in two (分支分化): both loops run, half the lanes idle in each. "
+          "You decide which thread handles which element: make every warp take only one path."),
+    make_inputs=_div_inputs,
+    make_trace_input=lambda rng: _div_input(rng, 256, "two full blocks"),
+    properties=(no_divergence(),),
+    hint_wrong=("Each element must be computed exactly once, with the path its own index asks for. Write down, "
+                "for a thread, which element it handles, then check that the map covers 0..n-1 once and "
+                "that threads past the end do nothing."),
+    hint_oob="Some threads have no element when n does not fill the last block: guard the index.",
+    stub_hint="map threads to elements so that a warp's 32 lanes all get even elements, or all odd ones",
+    reference=None,
+    rtol=1e-6, atol=1e-6,
+))
+
+register(Exercise(
+    name="03.advance_soa",
+    title="Coalescing: particles as a struct of arrays",
+    signature="advance_soa(q, dt)",
+    task=("Write `advance_soa(q, dt)`: move every particle by its velocity, x += vx * dt, y += vy * dt, "
+          "z += vz * dt, for particles stored as a struct of arrays (SoA): q has shape (8, n) and field f of "
+          "particle i is q[f, i] (fields x, y, z, vx, vy, vz, mass, charge, numbered 0..7 as in "
+          f"course.kernels.memory). It is launched with threads_per_block = {SOA_TPB} and one thread per "
+          f"particle, blocks_per_grid = ceil(n / {SOA_TPB}). Each load and store of a warp should touch 32 "
+          "neighbouring floats: 4 sectors per request (合并访存)."),
+    make_inputs=_soa_inputs,
+    make_trace_input=lambda rng: _soa_input(rng, 512, "four full blocks"),
+    properties=(coalesced("load"), coalesced("store")),
+    hint_wrong=("Field f of particle i is q[f, i], not q[i, f]: the first index picks the field. Only x, y and "
+                "z change; velocities stay as they are."),
+    hint_oob=("Two ways out of the array: threads past the last particle (guard them), or the indices in the "
+              "wrong order (q has 8 rows, one per field, and n columns, one per particle)."),
+    stub_hint="one thread per particle; which index of q picks the field, and which the particle?",
+    reference=lambda: __import__("course.kernels.memory", fromlist=["advance_soa"]).advance_soa,
 ))
 
 register(Exercise(

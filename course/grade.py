@@ -52,7 +52,7 @@ from course import exercises as ex_mod
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = pathlib.Path(__file__).resolve().parent
 FIELDS = ("submission", "exercise", "score", "max_score", "status", "message")
-MAX_MESSAGE = 400
+MAX_MESSAGE = 640
 
 
 # --------------------------------------------------------------------------------------------------
@@ -203,6 +203,16 @@ def _scan_stmt(stmt, k, code, found: Found):
                 if isinstance(sub, ast.Name):
                     _bind(found, sub.id, k)
         if isinstance(stmt, ast.AugAssign) or stmt.value is None:
+            return
+        if (len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+                and len(targets[0].elts) == len(stmt.value.elts)
+                and all(isinstance(t, ast.Name) for t in targets[0].elts)):
+            for t, v in zip(targets[0].elts, stmt.value.elts):  # X, Y, Z = 0, 1, 2
+                try:
+                    found.constants[t.id] = _const_eval(v, found.constants)
+                    found.rebound.pop(t.id, None)
+                except (ValueError, ZeroDivisionError, TypeError, OverflowError):
+                    pass
             return
         if len(names) == len(targets):
             try:
@@ -471,11 +481,11 @@ def grade_one(label: str, data: bytes, opts: dict) -> dict:
         record["exercises"].append(_row("", "missing", 0, 0, "no course exercise found in this notebook (no exercise "
                                         "metadata, no chapter number in its name, no exercise function defined)"))
         return record
-    note = "; ".join(log.problems()[:2])
+    note = "; ".join(log.problems()[:4])
     for name in names:
         row = judge_isolated(found, ex_mod.get(name), opts["launch_timeout"])
-        if note:
-            row["message"] = f"{row['message']} | notebook: {note}"
+        if note:  # both halves kept readable: the verdict first, then what went wrong in the run
+            row["message"] = f"{_shorten(row['message'], 320)} | notebook: {_shorten(note, 300)}"
         record["exercises"].append(row)
     record["seconds"] = time.monotonic() - t0
     return record
@@ -560,6 +570,11 @@ def _limit_memory(extra: int):
         pass  # not Linux: the time limit still applies
 
 
+def _shorten(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _max(name):
     return ex_mod.EXERCISES[name].max_score if name in ex_mod.EXERCISES else 0
 
@@ -624,8 +639,16 @@ def warm_up():
 
     import course.kernels as kernels
 
+    # everything a notebook may take constants from (``from course.kernels.warps import A_MUL``) is
+    # imported now, from files no submission has touched yet
     for mod in pkgutil.iter_modules(kernels.__path__):
         importlib.import_module(f"course.kernels.{mod.name}")
+    for mod in pkgutil.iter_modules(sys.modules["course"].__path__):
+        if not mod.ispkg and mod.name not in ("__main__", "grade"):
+            try:
+                importlib.import_module(f"course.{mod.name}")
+            except Exception:  # a module that needs something absent here is not one kernels take constants from
+                pass
     import course.engine  # noqa: F401
 
     try:

@@ -29,7 +29,7 @@ def test_reference_kernel_gets_full_marks(name):
 
 def test_every_chapter_with_a_notebook_solution_has_exercises():
     chapters = {int(p.name[:2]) for p in (ROOT / "solutions").glob("*.ipynb")}
-    assert {1, 4, 5} <= chapters
+    assert {1, 2, 3, 4, 5} <= chapters
     assert len(E.by_chapter(5)) >= 3
     for ch in chapters:
         assert E.by_chapter(ch), f"solutions/ has chapter {ch:02d} but no exercise is registered for it"
@@ -167,6 +167,25 @@ def test_missing_barrier_is_a_race_even_when_the_result_is_right():
     failed = [r for r in v.results if not r.passed]
     assert [r.what for r in failed] == ["no race between threads"], str(v)  # ... and still not full marks
     assert "syncthreads" not in v.hint and "wait" in v.hint
+
+
+def test_divergent_warps_cost_a_point_even_when_the_result_is_right():
+    from course.kernels import warps
+
+    # lane_branch picks the path by threadIdx.x parity: right answers, but every warp runs both loops
+    v = E.judge(E.get("02.even_odd_paths"), warps.lane_branch, seed=0)
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = [r for r in v.results if not r.passed]
+    assert failed[0].what.startswith("no warp divergence")
+    # half the lanes idle on each side of the branch: 8 of 8 warp executions on the trace input split
+    assert "8 of 8 warp executions split" in failed[0].detail
+
+
+def test_array_of_structs_indexing_is_caught():
+    from course.kernels import memory
+
+    v = E.judge(E.get("03.advance_soa"), memory.advance_aos, seed=0)  # p[i, X] on an (8, n) array
+    assert v.status == "error" and "out of bounds" in v.message and "wrong order" in v.hint
 
 
 @cuda.jit
