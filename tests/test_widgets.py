@@ -222,6 +222,25 @@ def test_explorer_follows_its_controls_quickly():
     assert ex.w_expr.disabled and not ex.w_value.disabled
 
 
+def test_explorer_stays_quick_on_the_largest_tile():
+    ex = banks.bank_explorer(rows=64, cols=64, pattern="column")
+    t0 = time.perf_counter()
+    ex.w_pad.value = 8
+    assert time.perf_counter() - t0 < 0.5
+    # 64 rows of 72 floats: row r starts at bank 8r % 32, so a column's 32 lanes (rows 0-31) use 4 banks
+    assert ex.access.wavefronts == 8
+    ex.w_rows.value = 65  # the control clamps; the function refuses with a message
+    assert ex.w_rows.value == 64
+    with pytest.raises(PatternError, match="from 1 to 64"):
+        explore(rows=65)
+
+
+def test_pattern_descriptions_read_like_code():
+    assert banks.describe_pattern(Tile(32, 32), "column", 3) == "tile[lane][3]"
+    assert banks.describe_pattern(Tile(16, 16), "row", 2) == "tile[2 + lane // 16][lane % 16] (16 lanes per row)"
+    assert banks.describe_pattern(Tile(8, 32), "column", 0) == "tile[lane % 8][0 + lane // 8] (8 lanes per column)"
+
+
 def test_explorer_shows_a_bad_expression_and_keeps_the_last_drawing():
     ex = banks.bank_explorer(pattern="expression", expression="lane * 2")
     assert ex.access.wavefronts == 2

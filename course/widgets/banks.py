@@ -36,7 +36,8 @@ BANKS = analysis.BANKS
 BANK_BYTES = analysis.BANK_BYTES
 ELEMENT_SIZES = (1, 2, 4, 8, 16)
 PATTERNS = ("row", "column", "stride", "expression")
-MAX_SIDE = 128  # rows and columns beyond this make a drawing nobody can read
+MAX_SIDE = 64  # rows and columns beyond this make a drawing nobody can read (and a slow one)
+TITLE_CELLS = 2048  # hover titles on every cell only up to this many cells: they double the drawing's size
 
 Coord = Optional[tuple]  # (row, col) of the logical tile, or None for an inactive lane
 
@@ -391,9 +392,13 @@ def explore(rows=32, cols=32, pad=0, itemsize=4, swizzle=False, pattern="row", v
 def describe_pattern(tile: Tile, pattern: str, value: int = 0, expression: str = "") -> str:
     """The access in the words of kernel code, e.g. ``tile[lane][0]`` (column 0)."""
     if pattern == "row":
-        return f"tile[{value}][lane]" if tile.cols >= WARP_SIZE else f"row {value} on (a {tile.cols}-wide tile)"
+        if tile.cols >= WARP_SIZE:
+            return f"tile[{value}][lane]"
+        return f"tile[{value} + lane // {tile.cols}][lane % {tile.cols}] ({tile.cols} lanes per row)"
     if pattern == "column":
-        return f"tile[lane][{value}]" if tile.rows >= WARP_SIZE else f"column {value} (a {tile.rows}-high tile)"
+        if tile.rows >= WARP_SIZE:
+            return f"tile[lane][{value}]"
+        return f"tile[lane % {tile.rows}][{value} + lane // {tile.rows}] ({tile.rows} lanes per column)"
     if pattern == "stride":
         return f"flat element (lane × {value}) % {tile.rows * tile.cols}"
     return expression.strip()
@@ -477,16 +482,22 @@ def tile_svg(access: BankAccess, max_px: int = 720) -> str:
     for r in range(0, t.rows, step):
         parts.append(f'<text x="{left - 3}" y="{top + r * cell + cell * 0.7:.1f}" text-anchor="end" '
                      f'fill="#555">{r}</text>')
+    titles = t.rows * t.width <= TITLE_CELLS
+    parts.append(f'<g stroke="#fff" stroke-width="0.5">')
     for r in range(t.rows):
         for pc in range(t.width):
             x, y = left + pc * cell, top + r * cell
             bank = t.bank_of_cell(r, pc)
             logical = t.logical_of_cell(r, pc)
             fill = "#e8e8e8" if logical is None else bank_colour(bank)
-            what = "padding" if logical is None else f"tile[{r}][{logical}]"
-            parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}" stroke="#fff" '
-                         f'stroke-width="0.5"><title>{what}: byte {(r * t.width + pc) * t.itemsize}, '
-                         f'bank {bank}</title></rect>')
+            rect = f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{fill}"'
+            if titles:
+                what = "padding" if logical is None else f"tile[{r}][{logical}]"
+                rect += f'><title>{what}: byte {(r * t.width + pc) * t.itemsize}, bank {bank}</title></rect>'
+            else:
+                rect += "/>"
+            parts.append(rect)
+    parts.append("</g>")
     for (r, pc), lanes in sorted(marked.items()):
         x, y = left + pc * cell, top + r * cell
         p = max(access.passes[lane].wavefront for lane in lanes)
