@@ -17,9 +17,14 @@ References in the same run: ``memcpy`` (CuPy device-to-device copy), ``memcpy_to
 (``ascontiguousarray(a.T)``), ``torch`` (``.t().contiguous()``) and numba copy kernels with 4- and
 8-byte words (``numba_copy_4B``, ``numba_copy_8B``: what numba reaches without transposing).
 
-Last: PTX, cubin and (when nvdisasm is found) SASS of every version into DIR/transpose_sass/, with
-instruction counts and registers in DIR/transpose_sass.json and in each record; then a table and
-the target check (best version >= 0.80 of memcpy and >= 3x CuPy at 16384² int32).
+Then: PTX, cubin and (when nvdisasm is found) SASS of every version into DIR/transpose_sass/, with
+instruction counts and registers in DIR/transpose_sass.json and in each record; Nsight Compute
+(sections SpeedOfLight, WarpStateStats, SchedulerStats, Occupancy, LaunchStats, plus DRAM bytes and
+instructions) on
+every registry version, the best sweep candidate and the numba copies at 8192² int32, in one ncu run
+of a child process (DIR/transpose_ncu.csv/.json, and ``ncu`` in the 16384² records; skipped with
+--no-ncu or when time runs short).  Last a table and the target check (best version >= 0.80 of
+memcpy and >= 3x CuPy at 16384² int32).
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ def parse(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=5, help="launches between two events per timed repetition")
     ap.add_argument("--no-sweep", action="store_true", help="registry versions only")
+    ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute profile of the main versions")
+    ap.add_argument("--ncu", default=os.environ.get("NCU", "ncu"), help="the Nsight Compute command")
+    ap.add_argument("--profile", default="", help=argparse.SUPPRESS)  # internal: the child ncu watches
+    ap.add_argument("--profile-size", type=int, default=8192, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
@@ -97,8 +106,40 @@ else:
     CHECK_SHAPES = [(17, 16), (1, 33)]
 
 RNG = np.random.default_rng()
-BENCH = Bench("transpose", dry_run=ARGS.dry_run)
 FAILED: dict = {}
+# name: (kernel, word dtype, elements of that dtype per row of the view)
+COPY_KERNELS = {"numba_copy_4B": (T.copy_kernel(4), np.int32, 1), "numba_copy_8B": (T.copy_kernel(8), np.int64, 1),
+                "numba_copy_16B": (T.copy16_kernel(), np.int32, 4)}
+
+
+def copy_launch(name, d_a, d_out, n_elements, itemsize):
+    """A bound launch of numba copy ``name`` over the bytes of ``d_a`` into ``d_out`` (None if it does not fit)."""
+    k, word, per_row = COPY_KERNELS[name]
+    if itemsize * n_elements % (np.dtype(word).itemsize * per_row):
+        return None, None
+    src, dst = d_a.reshape(n_elements).view(word), d_out.reshape(n_elements).view(word)
+    if per_row > 1:
+        src, dst = src.reshape(src.shape[0] // per_row, per_row), dst.reshape(dst.shape[0] // per_row, per_row)
+    blocks = -(-src.shape[0] // (k.threads * k.per_thread))
+    launch = k[blocks, k.threads]
+    return (lambda: launch(src, dst)), blocks
+
+
+if ARGS.profile:
+    # The child that ncu watches: each named variant launched once on an n×n int32 matrix, in order.
+    n = ARGS.profile_size
+    a = bench.random_array((n, n), "int32", RNG)
+    d_a, d_out = cuda.to_device(a), cuda.device_array((n, n), np.int32)
+    table = {v.name: v for v in VERSIONS + SWEEP}
+    for name in ARGS.profile.split(","):
+        if name in table:
+            table[name].launch(d_a, d_out)
+        else:
+            copy_launch(name, d_a, d_out, a.size, 4)[0]()
+        cuda.synchronize()
+    sys.exit(0)
+
+BENCH = Bench("transpose", dry_run=ARGS.dry_run)
 
 
 # --- 1. correctness on awkward shapes -------------------------------------------------------------------
@@ -147,9 +188,6 @@ def kernel_resources(kernel, args):
 cp = optional("cupy") if GPU else None
 torch = optional("torch") if GPU else None
 
-# name: (kernel, word dtype, elements of that dtype per row of the view)
-COPY_KERNELS = {"numba_copy_4B": (T.copy_kernel(4), np.int32, 1), "numba_copy_8B": (T.copy_kernel(8), np.int64, 1),
-                "numba_copy_16B": (T.copy16_kernel(), np.int32, 4)}
 
 
 def variants_for(a, d_a, d_out, ref, dtype):
@@ -166,18 +204,13 @@ def variants_for(a, d_a, d_out, ref, dtype):
         args = v.args(d_a, d_out)
         out.append((v.name, (lambda launch=launch, args=args: launch(*args)), d_out, ref, "numba", extra, v))
     # numba copies: the same bytes, no transpose (1-D views of the same buffers)
-    flat_in, flat_out = d_a.reshape(a.size), d_out.reshape(a.size)
-    for name, (k, word, per_row) in COPY_KERNELS.items():
-        if np.dtype(dtype).itemsize * a.size % (np.dtype(word).itemsize * per_row):
+    for name, (k, *_) in COPY_KERNELS.items():
+        fn, blocks = copy_launch(name, d_a, d_out, a.size, np.dtype(dtype).itemsize)
+        if fn is None:
             continue
-        src, dst = flat_in.view(word), flat_out.view(word)
-        if per_row > 1:
-            src, dst = src.reshape(src.shape[0] // per_row, per_row), dst.reshape(dst.shape[0] // per_row, per_row)
-        blocks = -(-src.shape[0] // (k.threads * k.per_thread))
         extra = {"category": "numba-copy", "idea": f"copy in {k.word_bytes}-byte words, {k.per_thread} per thread",
                  "threads_per_block": [k.threads], "blocks_per_grid": [blocks]}
-        out.append((name, (lambda k=k, src=src, dst=dst, blocks=blocks: k[blocks, k.threads](src, dst)),
-                    d_out, None, "numba", extra, None))  # expected None: a copy, checked against the input
+        out.append((name, fn, d_out, None, "numba", extra, None))  # expected None: a copy, checked against the input
     return out
 
 
@@ -368,7 +401,81 @@ def dump_code():
 
 SASS = dump_code()
 
-# --- 4. save, table, target ---------------------------------------------------------------------------------
+# --- 4. Nsight Compute on the main versions: where each one's time goes --------------------------------------
+
+NCU_METRICS = "dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum,gpu__time_duration.sum"
+NCU_SECTIONS = ("SpeedOfLight", "WarpStateStats", "SchedulerStats", "Occupancy", "LaunchStats")
+NCU_BUDGET_S = 330  # the GPU lane stops a script at 400 s
+
+
+def _number(text):
+    t = (text or "").strip().replace(",", "")
+    try:
+        v = float(t)
+    except ValueError:
+        return t or None
+    return int(v) if v.is_integer() else v
+
+
+def parse_ncu_csv(text):
+    """Profiled launches in order: [{'kernel': name, metric name: value}] from ncu's --csv output."""
+    import csv
+    import io
+
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    launches = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        try:
+            lid = int(row["ID"])
+        except (KeyError, ValueError, TypeError):
+            continue
+        d = launches.setdefault(lid, {"kernel": row.get("Kernel Name", "")})
+        name = row.get("Metric Name", "")
+        unit = row.get("Metric Unit", "")
+        d[f"{name} [{unit}]" if unit else name] = _number(row.get("Metric Value"))
+    return [launches[k] for k in sorted(launches)]
+
+
+def profile_with_ncu():
+    ncu = shutil.which(ARGS.ncu) or next(iter(glob.glob("/usr/local/cuda*/bin/ncu")), None)
+    left = NCU_BUDGET_S - (time.time() - T0)
+    if not GPU or ARGS.no_ncu or not ncu or left < 60:
+        log(f"ncu profile skipped ({'no GPU' if not GPU else 'asked' if ARGS.no_ncu else 'ncu not found' if not ncu else 'no time left'})")
+        return {}
+    big = [r for r in BENCH.records if tuple(r.get("size", ())) == SIZES[0][0] and r["dtype"] == "int32" and r.get("gbps")]
+    best = max((r for r in big if r.get("category") == "sweep"), key=lambda r: r["gbps"], default=None)
+    names = [v.name for v in VERSIONS if v.name not in FAILED] + ([best["variant"]] if best else []) + list(COPY_KERNELS)
+    me = str(pathlib.Path(__file__).resolve())
+    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "details", "--metrics", NCU_METRICS]
+    for sec in NCU_SECTIONS:
+        cmd += ["--section", sec]
+    cmd += ["--log-file", str(OUT / "transpose_ncu.csv"), sys.executable, me, "--out", str(OUT),
+            "--profile", ",".join(names), "--profile-size", str(ARGS.profile_size)]
+    log(f"ncu on {len(names)} kernels at {ARGS.profile_size}² int32 (at most {left:.0f} s)")
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+        (OUT / "transpose_ncu.log").write_text(res.stdout[-20000:] + "\n" + res.stderr[-20000:])
+    except subprocess.TimeoutExpired:
+        log("ncu stopped: out of time")
+        return {}
+    csv_path = OUT / "transpose_ncu.csv"
+    launches = parse_ncu_csv(csv_path.read_text()) if csv_path.exists() else []
+    if len(launches) != len(names):
+        log(f"ncu profiled {len(launches)} launches for {len(names)} kernels; see transpose_ncu.log")
+    profile = {name: dict(l, size=[ARGS.profile_size] * 2, dtype="int32") for name, l in zip(names, launches)}
+    (OUT / "transpose_ncu.json").write_text(json.dumps(profile, indent=1) + "\n")
+    for rec in big:
+        if rec["variant"] in profile:
+            rec["ncu"] = profile[rec["variant"]]
+    return profile
+
+
+NCU = profile_with_ncu()
+
+# --- 5. save, table, target ---------------------------------------------------------------------------------
 
 for name, msg in FAILED.items():
     BENCH.records.append({"benchmark": "transpose", "variant": name.split("@")[0], "failed": msg,
