@@ -302,3 +302,63 @@ def test_tracing_costs_at_most_3x_an_untraced_launch():
     ratio = min(traced) / min(plain)
     print(f"tracing cost: {ratio:.2f}x an untraced launch")
     assert ratio < 4.0  # measured 2.5-2.9x (docs/tracer.md); the margin absorbs a loaded machine
+
+
+def _validate_module():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "validate_tracer.py"
+    spec = importlib.util.spec_from_file_location("validate_tracer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_validation_script_parses_ncu_csv_and_matches_launches(tmp_path):
+    import json
+
+    vt = _validate_module()
+    head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",' \
+           '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+    rows = []
+    for lid, kname, vals in ((0, "strided_load(Array<float, 1>)", {"global_load_sectors": "1,024"}),
+                             (1, "copy(Array<char, 1>)", {"global_load_sectors": "3"})):
+        for key, metric in vt.METRICS.items():
+            v = vals.get(key, "2")
+            rows.append(f'"{lid}","1","python3","h","{kname}","1","7","(64, 1, 1)","(1, 1, 1)","0","9.0",'
+                        f'"Command line profiler metrics","{metric}","","{v}"')
+    text = "==PROF== Connected to process 1\n" + head + "\n" + "\n".join(rows) + "\n"
+    launches = vt.parse_ncu_csv(text)
+    assert [x["id"] for x in launches] == [0, 1]
+    assert launches[0][vt.METRICS["global_load_sectors"]] == 1024
+    # a report from both sides: case b matches ncu on every count, case a does not
+    tracer = {k: 2 for k in vt.TOTAL_KEYS}
+    (tmp_path / "tracer_side.json").write_text(json.dumps({"cases": [
+        {"module": "m", "name": "a", "kernel": "strided_load", "note": "", "expect": None, "tracer": tracer},
+        {"module": "m", "name": "b", "kernel": "copy", "note": "", "expect": None, "tracer": dict(tracer, global_load_sectors=3)},
+    ]}))
+    (tmp_path / "gpu_side.json").write_text(json.dumps({"launches": [
+        {"name": "a", "kernel": "strided_load", "launched": True}, {"name": "b", "kernel": "copy", "launched": True}],
+        "provenance": {"device": "test"}}))
+    (tmp_path / "ncu.csv").write_text(text)
+    report = vt.build_report(tmp_path, dry_run=False)
+    s = report["summary"]
+    assert (s["compared"], s["all_equal"], s["differ"], s["problems"]) == (2, 1, ["a"], [])
+    assert report["cases"][0]["equal"]["global_load_sectors"] is False
+    assert "**2 / 1024**" in (tmp_path / "tracer_validation.md").read_text()
+
+
+def test_validation_script_dry_run(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import pathlib
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "validate_tracer.py"
+    res = subprocess.run([sys.executable, str(script), "--dry-run", "--out", str(tmp_path), "--modules", "tracer_suite"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    report = json.loads((tmp_path / "tracer_validation.json").read_text())
+    assert report["summary"]["cases"] == len(S.NCU_CASES) and report["summary"]["tracer_vs_hand_mismatch"] == []
+    assert "| tracer_suite.tile_f32_32 |" in res.stdout
