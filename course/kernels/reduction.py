@@ -112,6 +112,15 @@ def _gpu_vector_load(width):
 
         return ret(arr, idx), codegen
 
+    cpu = _cpu_vector_load(width)
+
+    class DualLoad(type(load)):
+        """The intrinsic for numba, the CPU twin when Python calls it (the engine or tracer running a GPU kernel)."""
+
+        def __call__(self, *args, **kwargs):
+            return cpu(*args, **kwargs)
+
+    load.__class__ = DualLoad  # numba registered this very object as a global: its typing is unchanged
     return load
 
 
@@ -131,7 +140,7 @@ def _cpu_vector_load(width):
         key = id(a)
         hit = _VIEWS.get(key)
         if hit is None or hit[0] is not a:
-            if len(_VIEWS) > 64:
+            if len(_VIEWS) > 8:  # a few arrays per launch; do not keep old launches alive
                 _VIEWS.clear()
             m = a.a.shape[0] // width
             hit = _VIEWS[key] = (a, make_view(a.a[: m * width].view(vec)))
