@@ -184,7 +184,8 @@ CUDA_API = {
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
           "uint64", "bool_", "complex64", "complex128", "intp"}
 MATH_API = {n for n in dir(math) if not n.startswith("_")}
-ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "x", "y", "z", "real", "imag"}
+# (no .real/.imag: they would hand the kernel a raw NumPy view that the tracer does not see)
+ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "x", "y", "z"}
 SAFE_BUILTINS = {"range", "min", "max", "abs", "int", "float", "bool", "len", "round", "print",
                  "NotImplementedError", "ValueError", "IndexError", "RuntimeError", "AssertionError"}
 _ALLOWED_NODES = (
@@ -1024,8 +1025,9 @@ register(Exercise(
     title="Transpose with a swizzled tile",
     signature="transpose_swizzled(src, dst)",
     task=_tp_task("transpose_swizzled(src, dst)", TP_BLOCK) + (
-        " Do not pad the tile (exactly 32x32 floats): instead store element (r, c) of the tile at column "
-        "c ^ r (XOR swizzle), and read it back from the same place."),
+        " Do not pad the tile (exactly 32x32 floats): instead move each row's elements to other columns "
+        "with an XOR swizzle (chapter 04), so that a tile column is spread over all 32 banks, and read "
+        "every element back from where you put it."),
     make_inputs=_tp_inputs,
     make_trace_input=_tp_trace,
     properties=_TRANSPOSE_PROPS + (

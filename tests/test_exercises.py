@@ -231,6 +231,7 @@ def _lint(src, **names):
     ("x = cuda.api", "cuda.api"),
     ("x = [i for i in range(3)]", "list comprehensions"),
     ("x = a.tofile", ".tofile"),
+    ("a.real[0] = 1", ".real"),  # a raw NumPy view would bypass the tracer
     ("x = __builtins__", "__builtins__"),
     ("x = f'{a}'", "f-strings"),
 ])
