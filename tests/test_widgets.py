@@ -446,3 +446,47 @@ def test_gpu_script_dry_run(tmp_path):
             assert key in r, key
     assert len({r["run"] for r in records}) == 1
     assert "conflict stride=33" in done.stdout  # the summary table is printed last
+
+
+# --- the explorer's answers equal the tracer's on the chapter's kernels -------------------------------------------
+
+EXPLORER_FOR_TILE_KERNEL = {  # kernel -> the explorer settings of its shared load (warp 0: column 0; size from KERNELS)
+    "tile_columns": dict(pattern="column"),
+    "tile_columns_pad33": dict(pattern="column", pad=1),
+    "tile_columns_pad34": dict(pattern="column", pad=2),
+    "tile_columns_swizzle": dict(pattern="column", swizzle=True),
+    "tile_rows": dict(pattern="row"),
+    "tile_columns_f64": dict(pattern="column"),
+    "tile_columns_f64_pad33": dict(pattern="column", pad=1),
+}
+
+
+def _shared_load(report):
+    line = next(r.line for r in report.by_line() if r.space == "shared" and r.op == "load")
+    return next(wa for wa in report.warp_detail(line, 0, 0) if wa.space == "shared" and wa.op == "load")
+
+
+@pytest.mark.parametrize("name", sorted(EXPLORER_FOR_TILE_KERNEL))
+def test_explorer_equals_tracer_on_tile_kernels(name):
+    from course.trace import trace
+
+    itemsize = sm.KERNELS[name].itemsize
+    x = sm.random_tiles(np.random.default_rng(), 1, itemsize)
+    wa = _shared_load(trace(sm.KERNELS[name].kernel, 1, (32, 32), x, np.zeros_like(x), lines=False))
+    a = explore(itemsize=itemsize, **EXPLORER_FOR_TILE_KERNEL[name])
+    assert [la.offset for la in wa.lanes] == list(a.addrs)  # the same bytes of the tile
+    assert [(la.bank, la.wavefront) for la in wa.lanes] == [(p.bank, p.wavefront) for p in a.passes]
+    assert (wa.wavefronts, wa.ideal) == (a.wavefronts, a.ideal)
+
+
+@pytest.mark.parametrize("itemsize,name", [(4, "strided_read"), (8, "strided_read_f64"), (16, "strided_read_c128")])
+def test_explorer_equals_tracer_on_strided_kernels(itemsize, name):
+    from course.trace import trace
+
+    x = sm.random_1d(np.random.default_rng(), itemsize)
+    for stride in (1, 2, 3, 8, 32, 33):
+        wa = _shared_load(trace(sm.KERNELS[name].kernel, 1, 32, x, np.zeros(32, x.dtype), stride, lines=False))
+        a = explore(pattern="stride", value=stride, itemsize=itemsize)  # a 32×32 tile is the 1024 elements
+        assert [la.offset for la in wa.lanes] == list(a.addrs), stride
+        assert [la.wavefront for la in wa.lanes] == [p.wavefront for p in a.passes], stride
+        assert wa.wavefronts == a.wavefronts == sm.stride_wavefronts(stride, itemsize), stride
