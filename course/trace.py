@@ -1020,6 +1020,14 @@ class Report:
             t[f"{space}_{kind}_{unit}"] += s[1]
         return t
 
+    def bank_conflicts(self) -> dict:
+        """Shared wavefronts above the conflict-free minimum, {'load': n, 'store': n} (ncu's bank-conflict counters)."""
+        out = {"load": 0, "store": 0}
+        for (space, op, _site), s in self._rec.site_stats.items():
+            if space == "shared" and op != "atom":
+                out["load" if op == "ld" else "store"] += s[1] - s[3]
+        return out
+
     def atomics(self) -> dict:
         """Atomic operations (not part of the load/store counts, as in Nsight Compute): requests per space."""
         out: dict = defaultdict(int)

@@ -56,6 +56,8 @@ def test_tile_column_reads(kernel, per_request):
     reads = [x for x in r.by_line() if x.space == "shared" and x.op == "load"]
     assert len(reads) == 1 and reads[0].per_request == per_request and reads[0].worst == per_request
     assert reads[0].ideal_per_request == 1.0
+    # 32 requests, each per_request - 1 wavefronts above the minimum
+    assert r.bank_conflicts() == {"load": 32 * (per_request - 1), "store": 0}
 
 
 def test_warp_detail_of_a_conflicting_column_read():
@@ -132,7 +134,19 @@ def past_the_end(a):
     a[cuda.threadIdx.x + 30] = 1.0
 
 
-@pytest.mark.parametrize("kernel", [bad_index, past_the_end])
+@cuda.jit
+def barrier_in_branch(a):
+    if cuda.threadIdx.x < 16:
+        cuda.syncthreads()
+    a[cuda.threadIdx.x] = 1.0
+
+
+@cuda.jit
+def divides_by_zero(a):
+    a[cuda.threadIdx.x] = 1 // (cuda.threadIdx.x - 3)
+
+
+@pytest.mark.parametrize("kernel", [bad_index, past_the_end, barrier_in_branch, divides_by_zero])
 def test_errors_are_the_engines(kernel):
     with pytest.raises(engine.KernelError) as plain:
         engine.launch(kernel, 1, 32, (np.zeros(32, np.float32),))

@@ -131,6 +131,8 @@ def tracer_side(args) -> None:
         try:
             r = trace(c.kernel, c.griddim, c.blockdim, *c.args(0), dynshared=c.dynshared)
             rec["tracer"] = r.totals()
+            bc = r.bank_conflicts()
+            rec["tracer_extra"] = {"shared_load_bank_conflicts": bc["load"], "shared_store_bank_conflicts": bc["store"]}
             try:
                 rec["avg_active_lanes"] = round(r.divergence().avg_active_lanes, 3)
             except Exception:
@@ -265,7 +267,8 @@ def build_report(out: pathlib.Path, dry_run: bool) -> dict:
             hw[e["name"]] = p
     records = []
     for t in tside["cases"]:
-        rec = {k: t.get(k) for k in ("module", "name", "kernel", "note", "expect", "tracer", "avg_active_lanes", "error")}
+        rec = {k: t.get(k) for k in ("module", "name", "kernel", "note", "expect", "tracer", "tracer_extra",
+                                     "avg_active_lanes", "error")}
         p = hw.get(t["name"])
         if p is not None:
             rec["ncu"] = {k: p.get(m) for k, m in METRICS.items()}
