@@ -23,7 +23,6 @@ Defined for chapter 06 (notebooks/06_occupancy_latency.ipynb).
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 from dataclasses import dataclass, field
 

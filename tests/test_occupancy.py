@@ -6,7 +6,7 @@ import pytest
 
 import course  # noqa: F401
 from course import occupancy as occ
-from course.occupancy import GA102, H200, occupancy
+from course.occupancy import GA102, occupancy
 
 
 # --- hand arithmetic on the H200 (64 warps, 32 blocks, 65 536 registers in 4 slices, 228 KB shared per SM) ----------
