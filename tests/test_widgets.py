@@ -283,10 +283,11 @@ def test_tile_kernels_match_numpy(name):
     itemsize = sm.KERNELS[name].itemsize
     for n_tiles in (1, 3):
         inp = sm.random_tiles(rng, n_tiles, itemsize)
-        np.testing.assert_array_equal(sm.run_tile(name, inp), sm.tile_reference(name)(inp))
-        # check the reference itself on one element: tile 0, out[2, 5] = inp[5, 2] unless a copy
-        if name != "tile_rows":
-            assert sm.run_tile(name, inp)[2, 5] == inp[5, 2]
+        out = sm.run_tile(name, inp)
+        np.testing.assert_array_equal(out, sm.tile_reference(name)(inp))
+        # the reference itself, on one element of the last tile: a transpose (or, for tile_rows, a copy)
+        row, col = 32 * (n_tiles - 1) + 2, 5
+        assert out[row, col] == (inp[row, col] if name == "tile_rows" else inp[32 * (n_tiles - 1) + 5, 2])
 
 
 def test_tile_kernels_refuse_partial_tiles_with_a_message():
