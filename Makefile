@@ -22,7 +22,7 @@ lab: $(STAMP)
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
 test: $(STAMP)
 	sh scripts/ensure-chromium.sh
-	$(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
+	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
 
 ## Regenerate exercises/ from solutions/.
 exercises: $(STAMP)

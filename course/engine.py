@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import contextvars
 import ctypes
 import dis
 import math
@@ -66,6 +67,28 @@ class KernelError(RuntimeError):
         self.block = block
         self.thread = thread
         self.cause = cause
+
+
+_typed_cache: dict = {}
+
+
+def _typed(cls):
+    """KernelError that is also a ``cls`` (IndexError, ValueError …), so ``except cls`` still catches it."""
+    if cls is None or issubclass(KernelError, cls):
+        return KernelError
+    typed = _typed_cache.get(cls)
+    if typed is None:
+        try:
+            typed = type("KernelError", (KernelError, cls), {"__module__": __name__})
+        except TypeError:  # incompatible C layout (OSError, SyntaxError …)
+            typed = KernelError
+        _typed_cache[cls] = typed
+    return typed
+
+
+def _error(cls, message, **info):
+    err = _typed(cls)(message, **info)
+    return err
 
 
 class _LaunchTimeout(BaseException):
@@ -467,6 +490,12 @@ class EngineCUDAModule:
 class _UserError(Exception):
     """A mistake in the kernel (bad index, bad shared size …), reported with line, block and thread."""
 
+    kind = RuntimeError
+
+
+class _UserIndexError(_UserError):
+    kind = IndexError
+
 
 def _as_dtype(dtype):
     try:
@@ -505,7 +534,7 @@ class KernelArray:
                 raise IndexError
             v = self.a[idx]
         except (IndexError, TypeError) as exc:
-            raise _UserError(self._index_message(idx, exc)) from None
+            raise _UserIndexError(self._index_message(idx, exc)) from None
         if v.__class__ is np.ndarray:
             return self._view(v)
         if v.__class__ is np.void:
@@ -527,7 +556,7 @@ class KernelArray:
                 value = value.a
             self.a[idx] = value
         except (IndexError, TypeError) as exc:
-            raise _UserError(self._index_message(idx, exc)) from None
+            raise _UserIndexError(self._index_message(idx, exc)) from None
 
     __getitem__ = _get
     __setitem__ = _set
@@ -797,12 +826,14 @@ def _normalise_dims(value, what):
     elif isinstance(value, tuple) and 1 <= len(value) <= 3:
         for v in value:
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-                raise KernelError(_dim_message(what, value))
+                raise _error(TypeError, _dim_message(what, value))
         dims = tuple(int(v) for v in value) + (1,) * (3 - len(value))
+    elif isinstance(value, tuple):
+        raise _error(ValueError, _dim_message(what, value))
     else:
-        raise KernelError(_dim_message(what, value))
+        raise _error(TypeError, _dim_message(what, value))
     if min(dims) < 1:
-        raise KernelError(f"{what} {value!r} has a dimension below 1: a launch needs at least one block of one thread")
+        raise _error(ValueError, f"{what} {value!r} has a dimension below 1: a launch needs at least one block of one thread")
     return dims
 
 
@@ -816,7 +847,7 @@ def _dim_message(what, value):
 def _check_config(grid, block):
     threads = block[0] * block[1] * block[2]
     if threads > _dev.MAX_THREADS_PER_BLOCK:
-        raise KernelError(
+        raise _error(ValueError,
             f"a block of {block[0]}×{block[1]}×{block[2]} = {threads} threads is more than the "
             f"{_dev.MAX_THREADS_PER_BLOCK} a block may have on an H200 (a GPU refuses this launch); use fewer threads "
             "per block and more blocks"
@@ -836,7 +867,7 @@ def _prepare_args(fn, args, launch, module):
     """Turn launch arguments into what the kernel sees; returns (kernel args, write-backs)."""
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
     if len(args) != len(names) and not (fn.__code__.co_flags & 0x04):
-        raise KernelError(
+        raise _error(TypeError,
             f"kernel `{launch.name}` takes {len(names)} argument(s) ({', '.join(names)}) but the launch passed {len(args)}"
         )
     out, writebacks = [], []
@@ -917,8 +948,10 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
     try:
         swapper.add(fn)
         watchdog.start()
+        errstate = np.errstate(divide="raise") if getattr(kernel, "_debug", False) else contextlib.nullcontext()
         try:
-            _run_grid(lau, module, fn, kargs, seed)
+            with errstate:
+                _run_grid(lau, module, fn, kargs, seed)
         except _LaunchTimeout:  # landed between two threads, in the scheduler itself
             raise KernelError(
                 f"kernel `{name}` ran past its time limit on the CPU engine ({limit:g} s). Use a smaller problem "
@@ -961,6 +994,8 @@ class _WorkerPool:
             w = self.free.pop()
         else:
             w = greenlet(self._loop, self.sched)
+            # contextvars (numpy's errstate among them) are per greenlet: start from the launcher's
+            w.gr_context = contextvars.copy_context()
         ts.g = w
         return w.switch(ts)
 
@@ -1217,11 +1252,11 @@ def _launch_error(lau, ts, exc, timeout=False):
         )
         return KernelError(f"{head}\n{where}\n{advice}", kernel=lau.name, line=line_no, block=ts.block, thread=ts.thread)
     if isinstance(exc, _UserError):
-        kind, detail = "error", str(exc)
+        kind, detail, cls = "error", str(exc), exc.kind
     else:
-        kind, detail = type(exc).__name__, str(exc) or type(exc).__name__
+        kind, detail, cls = type(exc).__name__, str(exc) or type(exc).__name__, type(exc)
     msg = f"{kind} in kernel `{lau.name}`, {_thread_desc(ts)}\n{where}\n{detail}"
-    return KernelError(msg, kernel=lau.name, line=line_no, block=ts.block, thread=ts.thread, cause=exc)
+    return _error(cls, msg, kernel=lau.name, line=line_no, block=ts.block, thread=ts.thread, cause=exc)
 
 
 def _divergence_error(lau, at_bar):
@@ -1352,7 +1387,7 @@ def _patched_call(self, *args):
     if self._device or not _ENABLED:
         return _orig_call(self, *args)
     if self.grid_dim is None or self.block_dim is None:
-        raise KernelError(
+        raise _error(ValueError,
             f"kernel `{self.fn.__name__}` was called without a launch configuration; write "
             f"{self.fn.__name__}[blocks_per_grid, threads_per_block](...)"
         )
@@ -1362,7 +1397,7 @@ def _patched_call(self, *args):
 
 def _patched_getitem(self, configuration):
     if not isinstance(configuration, tuple) or len(configuration) < 2:
-        raise KernelError(
+        raise _error(ValueError,
             f"a launch needs kernel[blocks_per_grid, threads_per_block]; got kernel[{configuration!r}]"
         )
     self.grid_dim = _normalise_dims(configuration[0], "blocks_per_grid (griddim)")
@@ -1386,8 +1421,16 @@ def install():
             return _orig_getitem(self, configuration)
         return _patched_getitem(self, configuration)
 
+    _orig_forall = simkernel.FakeCUDAKernel.forall
+
+    def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
+        if _ENABLED and ntasks == 0:  # no work: numba launches nothing (numba-cuda issue 5017)
+            return lambda *args: None
+        return _orig_forall(self, ntasks, tpb, stream, sharedmem)
+
     simkernel.FakeCUDAKernel.__call__ = _patched_call
     simkernel.FakeCUDAKernel.__getitem__ = getitem
+    simkernel.FakeCUDAKernel.forall = forall
     _patch_device_facts()
     _installed = True
 

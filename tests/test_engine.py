@@ -554,3 +554,42 @@ def test_hooks_see_thread_identity_and_barrier_epochs():
 def test_device_reports_its_limits():
     dev = cuda.get_current_device()
     assert dev.MAX_THREADS_PER_BLOCK == 1024 and dev.WARP_SIZE == 32 and dev.MULTIPROCESSOR_COUNT > 0
+
+
+@cpu_only
+def test_kernel_errors_keep_their_python_type():
+    @cuda.jit
+    def raises(flag):
+        if flag:
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        raises[1, 1](True)
+    with pytest.raises(IndexError):
+        vadd_unguarded[1, 64](np.ones(8), np.ones(8), np.zeros(8), 8)
+    with pytest.raises(TypeError):
+        raises[2.0, 1]
+
+
+@cpu_only
+def test_forall_with_no_work_launches_nothing():
+    @cuda.jit
+    def touch(x):
+        x[0] = 1
+
+    x = np.zeros(3)
+    touch.forall(0)(x)
+    assert x[0] == 0
+
+
+@cpu_only
+def test_debug_kernels_stop_on_division_by_zero():
+    @cuda.jit(debug=True, opt=False)
+    def divide(r, x, y):
+        r[0] = y[0] / x[0]
+        r[1] = y[0]
+
+    r = np.zeros(2)
+    with pytest.raises(FloatingPointError):
+        divide[1, 1](r, np.zeros(1), np.ones(1))
+    assert r.tolist() == [0.0, 0.0]
