@@ -376,3 +376,51 @@ def test_validation_script_dry_run(tmp_path):
     report = json.loads((tmp_path / "tracer_validation.json").read_text())
     assert report["summary"]["cases"] == len(S.NCU_CASES) and report["summary"]["tracer_vs_hand_mismatch"] == []
     assert "| tracer_suite.tile_f32_32 |" in res.stdout
+
+
+FAKE_NCU = r'''#!/usr/bin/env python3
+# a stand-in for Nsight Compute: runs the program, then reports each launch with every metric = 1
+import json, pathlib, subprocess, sys
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("Version fake")
+    sys.exit(0)
+opts, i = {}, 0
+while args[i].startswith("--"):
+    if args[i] == "--csv":
+        i += 1
+        continue
+    opts[args[i]] = args[i + 1]
+    i += 2
+prog = args[i:]
+rc = subprocess.call(prog)
+out = pathlib.Path(prog[prog.index("--out") + 1])
+launched = [e for e in json.loads((out / "gpu_side.json").read_text())["launches"] if e["launched"]]
+rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+for k, e in enumerate(launched):
+    rows += [f'"{k}","{e["kernel"]}(Array<float>)","{m}","","1"' for m in opts["--metrics"].split(",")]
+pathlib.Path(opts["--log-file"]).write_text("==PROF== fake\n" + "\n".join(rows) + "\n")
+sys.exit(rc)
+'''
+
+
+def test_validation_script_end_to_end_with_a_stand_in_ncu(tmp_path):
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    ncu = tmp_path / "ncu"
+    ncu.write_text(FAKE_NCU)
+    ncu.chmod(0o755)
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "validate_tracer.py"
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    res = subprocess.run([sys.executable, str(script), "--out", str(out), "--modules", "tracer_suite",
+                          "--gpu-backend", "cpu"], capture_output=True, text=True, timeout=300, env=env)
+    report = json.loads((out / "tracer_validation.json").read_text())
+    s = report["summary"]
+    assert s["problems"] == [], (s["problems"], res.stderr[-2000:])
+    assert s["compared"] == s["cases"] == len(S.NCU_CASES) and s["all_equal"] == 0
+    assert res.returncode == 1 and "equal" in res.stdout.splitlines()[-1]
