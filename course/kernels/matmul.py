@@ -622,13 +622,11 @@ def sweep_candidates() -> list:
         # (BM, BN, BK, TM, TN, double_buffer, unroll, min_blocks)
         (128, 128, 8, 8, 8, False, 2, 0),
         (128, 128, 16, 8, 8, False, 2, 0),
-        (128, 128, 16, 8, 8, True, 2, 0),
-        (128, 128, 8, 8, 8, True, 4, 0),
-        (128, 128, 8, 8, 8, True, 4, 2),
-        (128, 128, 16, 8, 8, True, 4, 0),
+        (128, 128, 16, 8, 8, True, 2, 0),  # about 160 registers (capped at 128 it spills): one block per SM
+        (128, 128, 8, 8, 8, True, 4, 0),  # about 165 registers: one block of 256 threads per SM
+        (128, 128, 8, 8, 8, True, 4, 2),  # the same capped at 128 registers (no spills): two blocks per SM
         (128, 64, 8, 8, 4, True, 2, 0),
         (64, 128, 8, 4, 8, True, 2, 0),
-        (64, 64, 8, 4, 4, True, 2, 0),
         (64, 64, 16, 4, 4, True, 4, 0),
     ]
     out = []
