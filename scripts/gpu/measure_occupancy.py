@@ -17,6 +17,9 @@
 3. **Block size** (``occupancy_block_size``): one element per thread (blocks = n / threads) for block
    sizes 32 … 1024, and seed 002's "block 1024 vs 256" with the kernel that has the most registers,
    each with its occupancy from the model and the driver.
+4. **Achieved occupancy** (``occupancy_achieved``): seed 003's workflow — the theoretical figure, then
+   Nsight Compute's ``sm__warps_active.avg.pct_of_peak_sustained_active`` — for seed 003's two first
+   steps at 2^20 and for grid-stride sums, run under ``ncu`` in a child process.
 
 Every configuration is checked against the float64 sum before it is timed.
 """
@@ -295,6 +298,96 @@ def sweep_block_size(d_a, d_out, n, want, tol):
     log("block-size sweep done")
 
 
+# --- 4. achieved occupancy under Nsight Compute (seed 003 §4's workflow) ------------------------------------------------
+
+NCU_METRICS = ("sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct")
+
+# (label, version factory source, n): launched in this order by the child process under ncu
+ACHIEVED = (
+    ("atomic_b64 at 2^20", "R.REDUCTION_VERSIONS['atomic_b64']", 1 << 20),
+    ("atomic_b256 at 2^20", "R.REDUCTION_VERSIONS['atomic_b256']", 1 << 20),
+    ("grid_stride at 2^20", "R.REDUCTION_VERSIONS['grid_stride']", 1 << 20),
+    ("grid_stride w4 u4, 256 threads, all resident, 2^26", "R.grid_stride_version(4, 4, 256, occ(4, 4, 256))", 1 << 26),
+    ("grid_stride w4 u4, 1024 threads, all resident, 2^26", "R.grid_stride_version(4, 4, 1024, occ(4, 4, 1024))", 1 << 26),
+    ("grid_stride w1 u1, 128 threads, 2 blocks/SM, 2^26", "R.grid_stride_version(1, 1, 128, 2)", 1 << 26),
+)
+
+CHILD = r'''
+import sys
+import numpy as np
+import course
+from course import occupancy
+from course.kernels import reduction as R
+from numba import cuda
+
+def occ(w, u, t):
+    probe = R.grid_stride_version(w, u, t, 1)
+    probe.run(np.ones(4096, np.float32))
+    return occupancy.driver_blocks_per_sm(probe.kernel, t)
+
+todo = [%s]
+runs = []
+for make, n in todo:
+    v = make()
+    d_a = cuda.to_device(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    d_out = cuda.device_array(1, np.float32)
+    runs.append(v.launcher(d_a, d_out))
+cuda.synchronize()
+for run in runs:
+    run()
+cuda.synchronize()
+print("launched", len(runs))
+'''
+
+
+def achieved_occupancy(out_dir):
+    """Run the ACHIEVED launches under ncu and record achieved vs theoretical occupancy (GPU only)."""
+    import csv
+    import shutil
+    import subprocess
+
+    if not GPU:
+        return
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        ERRORS.append("achieved occupancy: ncu not found on PATH")
+        return
+    child = pathlib.Path(out_dir) / "_occupancy_ncu_child.py"
+    child.parent.mkdir(parents=True, exist_ok=True)
+    child.write_text(CHILD % ", ".join(f"(lambda: {src}, {n})" for _, src, n in ACHIEVED))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    # every launch is profiled; the occ() probes come first, the last len(ACHIEVED) are the measured ones
+    cmd = [ncu, "--clock-control", "none", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, str(child)]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    except Exception as e:
+        ERRORS.append(f"achieved occupancy: {type(e).__name__}: {e}")
+        return
+    finally:
+        child.unlink(missing_ok=True)
+    rows = [r for r in csv.reader(line for line in res.stdout.splitlines() if line.startswith('"'))]
+    if not rows:
+        ERRORS.append(f"achieved occupancy: no ncu output (rc {res.returncode}): {res.stderr[-500:]}")
+        return
+    head, body = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(head)}
+    per_launch = {}
+    for r in body:
+        key = int(r[col["ID"]])
+        per_launch.setdefault(key, {"kernel": r[col["Kernel Name"]], "block": r[col.get("Block Size", 0)],
+                                    "grid": r[col.get("Grid Size", 0)]})
+        per_launch[key][r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", ""))
+    launches = [per_launch[k] for k in sorted(per_launch)]
+    measured = launches[-len(ACHIEVED):]  # the first launches are the occ() probes' runs
+    ach = bench.Bench("occupancy_achieved")
+    for (label, _src, n), m in zip(ACHIEVED, measured):
+        ach.record(label, None, size=[n], dtype="float32", kernel=m["kernel"][:120], block=m["block"], grid=m["grid"],
+                   achieved_pct=m.get(NCU_METRICS[0]), theoretical_pct=m.get(NCU_METRICS[1]), source="ncu")
+    ach.save(pathlib.Path(out_dir) / "occupancy_achieved.json")
+    for r in ach.records:
+        log(f"ncu: {r['variant']:52} achieved {r['achieved_pct']}% of theoretical {r['theoretical_pct']}%")
+
+
 def main():
     kernels = compile_everything()
     log(f"compiled and ran {len(kernels)} kernels")
@@ -308,6 +401,8 @@ def main():
     d_out = cuda.device_array(1, np.float32) if GPU else np.zeros(1, np.float32)
     sweep_warps(d_a, d_out, n, want, tol)
     sweep_block_size(d_a, d_out, n, want, tol)
+    del d_a
+    achieved_occupancy(ARGS.out)
 
     out = pathlib.Path(ARGS.out)
     for b, name in ((KERNELS, "occupancy"), (SWEEP, "occupancy_sweep"), (BLOCKS, "occupancy_block_size")):
