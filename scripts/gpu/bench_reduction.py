@@ -265,6 +265,9 @@ def measure_size(n, versions, rng, reps):
     return recs, bufs, want, host
 
 
+SWEEP_DEADLINE_S = 95  # the whole script must finish within 120 s on the H200
+
+
 def sweep(n, bufs, want, host, rng, reps):
     """Every (width, unroll) kernel × (threads, blocks per SM) at size n; each checked, then timed."""
     recs = []
@@ -273,6 +276,9 @@ def sweep(n, bufs, want, host, rng, reps):
     check_sizes = [1, 33, 1000, (1 << 20) + 7] if GPU else [1, 33, 1000]
     d_out = out_buf()
     for w, u in cands:
+        if GPU and time.perf_counter() - T0 > SWEEP_DEADLINE_S:
+            ERRORS.append(f"sweep stopped after {SWEEP_DEADLINE_S} s (before w{w} u{u}) to finish within 2 minutes")
+            break
         for threads, bps in launches:
             name = f"sweep_w{w}_u{u}_t{threads}_b{bps}"
             v = R.grid_stride_version(w, u, threads, bps, name=name)
