@@ -47,7 +47,7 @@ import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from course import backend
-from numba import cuda, float32, int32
+from numba import cuda, float32, uint32
 
 from course.kernels.cases import Case
 
@@ -253,7 +253,7 @@ many_live_capped = _jit_capped(_many_live)  # max_registers=16 on the GPU: force
 
 # --- 9: latency probes (one thread; out[0] = where the chase ended, out[1] = cycles for ``steps``) ---------
 
-CHASE_SHARED_WORDS = 4096  # 16 KB of int32
+CHASE_SHARED_WORDS = 4096  # 16 KB of uint32
 CHASE_LOCAL_WORDS = 256
 CHASE_CONST_WORDS = 256  # 1 KB: small enough for the constant cache nearest the SM
 
@@ -289,7 +289,7 @@ def chase_cg(nxt, steps, warm, out):
 @cuda.jit
 def chase_shared(nxt, steps, out):
     """Copy a chain of up to 4096 words into shared memory, then chase it there."""
-    s = cuda.shared.array(CHASE_SHARED_WORDS, int32)
+    s = cuda.shared.array(CHASE_SHARED_WORDS, uint32)
     for k in range(min(nxt.size, CHASE_SHARED_WORDS)):
         s[k] = nxt[k]
     j = 0
@@ -301,7 +301,7 @@ def chase_shared(nxt, steps, out):
     out[1] = t1 - t0
 
 
-CHASE_CONST = np.zeros(CHASE_CONST_WORDS, np.int32)  # filled below with a random cycle
+CHASE_CONST = np.zeros(CHASE_CONST_WORDS, np.uint32)  # filled below with a random cycle
 
 
 @cuda.jit
@@ -322,7 +322,7 @@ def chase_const(steps, out):
 @cuda.jit
 def chase_local(nxt, steps, out):
     """Copy a 256-word chain into a per-thread local array, then chase it there (local memory, via L1)."""
-    t = cuda.local.array(CHASE_LOCAL_WORDS, int32)
+    t = cuda.local.array(CHASE_LOCAL_WORDS, uint32)
     for k in range(CHASE_LOCAL_WORDS):
         t[k] = nxt[k]
     j = 0
@@ -372,10 +372,15 @@ def random_cycle(n_slots: int, rng: np.random.Generator, visit: int | None = Non
 
 
 def chain_array(order: np.ndarray, stride: int, total: int) -> np.ndarray:
-    """An int32 array of ``total`` words where word ``order[k] * stride`` holds ``order[k + 1] * stride``."""
+    """A uint32 array of ``total`` words where word ``order[k] * stride`` holds ``order[k + 1] * stride``.
+
+    Unsigned on purpose: with a signed index numba adds a negative-index wrap-around test to every step of
+    the chase, which the compiler cannot remove; with uint32 each step is one load and one multiply-add
+    (``LDG`` then ``IMAD.WIDE.U32`` in the SASS), so the cycles measured are the load's.
+    """
     if (int(order.max()) + 1) * stride > total:
         raise ValueError(f"a chain over slot {int(order.max())} with stride {stride} needs more than {total} words")
-    nxt = np.zeros(total, np.int32)
+    nxt = np.zeros(total, np.uint32)
     pos = order * stride
     nxt[pos] = np.roll(pos, -1)
     return nxt

@@ -258,8 +258,8 @@ def sparse_chain(total_words, n_visit, stride, rng):
     """A chain of n_visit random lines in a region of total_words int32, written on the device by scatter."""
     order = m.random_cycle(total_words // stride, rng, visit=n_visit)
     pos = (order * stride).astype(np.int64)
-    nxt = cuda.device_array(total_words, np.int32) if GPU else np.zeros(total_words, np.int32)
-    val = np.roll(pos, -1).astype(np.int32)
+    nxt = cuda.device_array(total_words, np.uint32) if GPU else np.zeros(total_words, np.uint32)
+    val = np.roll(pos, -1).astype(np.uint32)
     m.scatter[blocks(len(pos), 256), 256](nxt, dev(pos), dev(val))
     return nxt, pos
 
