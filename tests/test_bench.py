@@ -62,6 +62,26 @@ def test_bench_measure_refuses_on_the_cpu_unless_it_is_a_dry_run():
     assert rec["ms"] is None and rec["gbps"] is None and rec["dry_run"] is True
 
 
+def test_time_ms_divides_each_batch_and_warms_up_first(monkeypatch):
+    # A fake GPU clock: each call of fn takes 2 ms of "device time"; events read the clock.
+    clock = {"ms": 0.0, "calls": 0}
+
+    def fn():
+        clock["ms"] += 2.0
+        clock["calls"] += 1
+
+    class Event:
+        def record(self):
+            self.t = clock["ms"]
+
+    api = (Event, lambda e: e.record(), lambda a, b: b.t - a.t, lambda: None)
+    monkeypatch.setattr(bench, "require_gpu", lambda what="timing": None)
+    monkeypatch.setattr(bench, "_event_api", lambda timer: api)
+    times = bench.time_ms(fn, reps=3, warmup=2, batch=4)
+    assert times == [2.0, 2.0, 2.0]  # 4 calls × 2 ms between two events, divided by 4
+    assert clock["calls"] == 2 + 3 * 4
+
+
 # --- records ------------------------------------------------------------------------------------------------------
 
 

@@ -248,13 +248,23 @@ def measure_size(shape, dtype):
     host = {}
     for _ in range(0 if ARGS.dry_run else 2):
         for name, fn, timer, extra in plan:
-            t = bench.time_ms(fn, reps=ARGS.reps, warmup=ARGS.warmup, timer=timer, batch=ARGS.batch)
+            if f"{name}@{shape}" in FAILED:
+                continue
+            try:
+                t = bench.time_ms(fn, reps=ARGS.reps, warmup=ARGS.warmup, timer=timer, batch=ARGS.batch)
+            except Exception as e:  # one variant's trouble must not cost the run
+                FAILED[f"{name}@{shape}"] = f"timing: {type(e).__name__}: {e}"
+                log(f"FAILED timing {name} at {shape} {dtype}: {str(e)[:300]}")
+                continue
             times[name] += t
             rounds[name].append(float(np.median(t)))
     if not ARGS.dry_run:
         for name, fn, timer, extra in plan:
-            host[name] = bench.host_ms(fn, calls=10, timer=timer)
+            if f"{name}@{shape}" not in FAILED:
+                host[name] = bench.host_ms(fn, calls=10, timer=timer)
     for name, fn, timer, extra in plan:
+        if f"{name}@{shape}" in FAILED:
+            continue
         more = {}
         if name in host:
             # When issuing a launch takes the host longer than the GPU needs to run it, the time is the host's.
@@ -321,8 +331,21 @@ def _check_equal(got, expected, what, expected_device=None):
         raise BenchError(f"{what}: differs from the NumPy reference")
 
 
+def guarded(step, *args):
+    """Run one step of the benchmark; a crash is logged and recorded, and the run goes on."""
+    try:
+        return step(*args)
+    except Exception as e:
+        import traceback
+
+        FAILED[f"{step.__name__}{args}"] = f"{type(e).__name__}: {e}"
+        log(f"FAILED {step.__name__}{args}: {type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}")
+        return None
+
+
 for shape, dtype in SIZES:
-    measure_size(shape, dtype)
+    guarded(measure_size, shape, dtype)
+    BENCH.save(OUT / "transpose.json")  # what is measured so far survives anything later
 
 
 # --- 3. what the compiler made of each version --------------------------------------------------------------
@@ -407,7 +430,7 @@ def dump_code():
     return summary
 
 
-SASS = dump_code()
+SASS = guarded(dump_code) or {}
 
 # --- 4. Nsight Compute on the main versions: where each one's time goes --------------------------------------
 
@@ -481,7 +504,7 @@ def profile_with_ncu():
     return profile
 
 
-NCU = profile_with_ncu()
+NCU = guarded(profile_with_ncu) or {}
 
 # --- 5. save, table, target ---------------------------------------------------------------------------------
 
