@@ -144,3 +144,20 @@ def test_model_agrees_with_the_driver_on_every_recorded_kernel():
         if mine != (driver if driver is not None else 0):  # None: the driver refused the launch shape
             bad.append((kernel, regs, smem, tpb, dyn, driver, mine))
     assert not bad, f"{len(bad)} disagreements, first: {bad[:5]}"
+
+
+def test_gpu_script_dry_run(tmp_path):
+    """scripts/gpu/measure_occupancy.py --dry-run: the sweeps' configurations checked on the CPU, nothing timed."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, COURSE_BACKEND="cpu")
+    res = subprocess.run([sys.executable, str(root / "scripts/gpu/measure_occupancy.py"), "--dry-run", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    for name in ("occupancy_sweep", "occupancy_block_size"):
+        records = json.loads((tmp_path / f"{name}.json").read_text())
+        assert records and all(r["dry_run"] and r["ms"] is None for r in records)

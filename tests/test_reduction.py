@@ -150,3 +150,25 @@ def test_gpu_float4_compiles_to_128_bit_loads():
     ptx = list(R.atomic_float4.inspect_asm().values())[0]
     assert "ld.global.v4.f32" in ptx
     assert math.isclose(out.copy_to_host()[0], 1024.0)
+
+
+def test_benchmark_dry_run(tmp_path):
+    """scripts/gpu/bench_reduction.py --dry-run: every version checked on the CPU, records in the shared schema."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    from course import bench
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, COURSE_BACKEND="cpu")
+    res = subprocess.run([sys.executable, str(root / "scripts/gpu/bench_reduction.py"), "--dry-run", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    records = json.loads((tmp_path / "reduction.json").read_text())
+    assert {r["variant"] for r in records} >= set(R.REDUCTION_VERSIONS)
+    assert all(r["dry_run"] and r["ms"] is None for r in records)  # nothing timed on the CPU
+    assert all(not bench.check_record(r) for r in records)
+    assert "DRY RUN" in res.stdout
