@@ -12,7 +12,9 @@
 - ``evidence``  the record (``data/measurements/<benchmark>.json: variant``) or notebook cell that shows it.
 
 An entry may carry a ``check``: which recorded GPU value answers it (a record's field, a ratio of two
-records, a device attribute) and the range the claim states.  :func:`refresh` reads
+records, a device attribute), the range the claim states, and optionally a ``tolerance`` (a fraction:
+0.15 lets a value 15 % outside the range still agree — pointer chasing adds one address calculation per
+step to every latency, about 4 cycles).  :func:`refresh` reads
 ``data/measurements/`` and fills ``measured``, ``evidence`` and — where a range is given — the verdict;
 a chapter's table (:func:`table`) does the same on the fly, so a notebook shows new measurements as
 soon as they are recorded.  ``python -m course.claims check`` validates the file;
@@ -122,6 +124,9 @@ def _check_problems(check) -> list:
     rng = check.get("range")
     if rng is not None and not (isinstance(rng, list) and len(rng) == 2 and rng[0] <= rng[1]):
         out.append("check.range must be [low, high]")
+    tol = check.get("tolerance", 0.0)
+    if not isinstance(tol, (int, float)) or not 0 <= tol < 1:
+        out.append("check.tolerance must be a fraction in [0, 1)")
     if check.get("if_outside", "corrected") not in ("corrected", "refuted"):
         out.append("check.if_outside must be 'corrected' or 'refuted'")
     return out
@@ -226,7 +231,9 @@ def refresh(entries, records=None) -> list:
         e["auto"] = True
         rng = check.get("range")
         if rng is not None:
-            e["verdict"] = "confirmed" if rng[0] <= value <= rng[1] else check.get("if_outside", "corrected")
+            tol = check.get("tolerance", 0.0)
+            inside = rng[0] * (1 - tol) <= value <= rng[1] * (1 + tol)
+            e["verdict"] = "confirmed" if inside else check.get("if_outside", "corrected")
     return out
 
 
@@ -251,7 +258,9 @@ def _claimed(e) -> str:
     if unit == "loss":
         return f"{rng[0] * 100:.0f}–{rng[1] * 100:.0f} % loss"
     hi = "∞" if rng[1] >= 1e9 else f"{rng[1]:g}"
-    return f"{rng[0]:g}–{hi} {unit}".strip() if rng[0] != rng[1] else f"{rng[0]:g} {unit}"
+    text = f"{rng[0]:g}–{hi} {unit}".strip() if rng[0] != rng[1] else f"{rng[0]:g} {unit}"
+    tol = e["check"].get("tolerance")
+    return f"{text} (±{tol * 100:.0f} %)" if tol else text
 
 
 class ClaimsTable:

@@ -199,6 +199,20 @@ def test_refresh_sets_measured_and_verdict_from_records(ledger, tmp_path):
     assert new["003-l2-latency"]["verdict"] == "pending" and new["003-l2-latency"]["measured"] is None
 
 
+def test_refresh_tolerance_widens_the_range_by_a_fraction(ledger, tmp_path):
+    # seed 003: shared memory 20-30 cycles, checked with tolerance 0.15: up to 34.5 cycles agrees
+    for cycles, verdict in ((34.0, "confirmed"), (35.0, "corrected"), (17.5, "confirmed"), (16.5, "corrected")):
+        d = tmp_path / str(cycles)
+        d.mkdir()
+        (d / "memory_latency.json").write_text(json.dumps([_rec("memory_latency", "chase 16 KB shared array",
+                                                               cycles_per_step=cycles)]))
+        new = next(e for e in claims.refresh(ledger, claims.load_records(d)) if e["id"] == "003-shared-latency")
+        assert new["verdict"] == verdict, cycles
+    bad = dict(_good(), check={"kind": "value", "a": {"benchmark": "b", "variant": "v", "field": "f"},
+                               "range": [1, 2], "tolerance": 1.5})
+    assert any("tolerance" in p for p in claims.validate([bad]))
+
+
 def test_refresh_keeps_verdicts_written_by_hand(ledger, tmp_path):
     d = _write(tmp_path, [_rec("memory_latency", "chase 16 KB shared array", cycles_per_step=29.0)])
     hand = copy.deepcopy(ledger)
