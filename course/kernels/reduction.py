@@ -18,8 +18,9 @@ Versions, in teaching order (each line: the idea).  Seed 003 §5 tells steps 1�
                           contiguous words, no conflicts.
 7. ``unrolled``           seed 001 §3.2's loop unrolling: each thread first sums 4 float4 loads into 4
                           independent accumulators (16 elements), so 4 loads are in flight per thread.
-8. ``warp_shuffle``       the tree's last 5 levels inside a warp with ``shfl_down_sync`` (register to
-                          register, no shared memory, no barrier); shared memory only between warps.
+8. ``warp_shuffle``       version 7, then each warp sums its 32 values with ``shfl_down_sync`` (register
+                          to register, no shared memory, no barrier); shared memory passes one value
+                          per warp.
 9. ``grid_stride``        a grid sized to the GPU (a few blocks per SM), each thread looping over the
                           array with U independent 16-byte loads in flight, one atomic per block.
 10. ``two_pass``          the same first pass writing one partial sum per block, then one block sums
