@@ -491,3 +491,42 @@ def test_explorer_equals_tracer_on_strided_kernels(itemsize, name):
         assert [la.offset for la in wa.lanes] == list(a.addrs), stride
         assert [la.wavefront for la in wa.lanes] == [p.wavefront for p in a.passes], stride
         assert wa.wavefronts == a.wavefronts == sm.stride_wavefronts(stride, itemsize), stride
+
+
+# --- the kernels also type for a real GPU (numba's CUDA target, not the simulator) -----------------------------
+
+_GPU_TYPING = r'''
+import os, sys, types
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+# a bare `course` package, so that importing it does not choose the CPU backend for this process
+pkg = types.ModuleType("course"); pkg.__path__ = [sys.argv[1] + "/course"]; sys.modules["course"] = pkg
+sys.path.insert(0, sys.argv[1])
+from numba import cuda, typeof, float32, int64
+from numba.core import errors
+from course.kernels import shared_memory as sm
+sigs = {c.kernel.__name__: tuple(typeof(a) for a in c.args(0)) for c in sm.NCU_CASES}
+sigs.update({k.__name__: (float32[::1], int64, int64) for k in (sm.conflict_loop, sm.sync_loop)})
+sigs.update({k.__name__: (float32[::1], float32[::1], int64) for k in (sm.stencil_global, sm.stencil_shared)})
+bad = []
+for name, sig in sigs.items():
+    try:
+        cuda.compile_ptx(getattr(sm, name).py_func, sig, cc=(9, 0))
+    except (errors.TypingError, errors.LoweringError) as e:
+        bad.append(name + ": " + str(e).splitlines()[0])
+    except Exception:
+        pass  # no NVRTC/NVVM on this machine: typing and lowering passed, which is what is checked
+print("checked", len(sigs), "kernels")
+print("GPU typing errors:", bad)
+'''
+
+
+def test_kernels_type_for_the_gpu_target():
+    """The simulator accepts what a GPU compile refuses (e.g. cuda.shared.array((TILE, TILE + 1), ...)): check it here."""
+    import subprocess
+    import sys
+
+    root = sm.__file__.rsplit("/course/", 1)[0]
+    done = subprocess.run([sys.executable, "-c", _GPU_TYPING, root], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_BACKEND"})
+    assert "checked 17 kernels" in done.stdout, done.stdout + done.stderr
+    assert "GPU typing errors: []" in done.stdout, done.stdout
