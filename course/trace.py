@@ -49,10 +49,12 @@ TOTAL_KEYS = {
 }
 
 #: Whether one complex element access counts as two accesses (real part, then imaginary part) of
-#: half the size, per memory space.  numba loads a complex number as a two-field struct; whether the
-#: GPU compiler keeps that as one 8/16-byte instruction or two 4/8-byte ones is decided by the H200
-#: validation run (docs/tracer.md).  Change it here and every count follows.
-SPLIT_COMPLEX = {"global": False, "shared": False}
+#: half the size, per memory space.  numba loads a complex number as a two-field struct aligned to
+#: one field; for global arrays the compiler cannot prove the 8/16-byte alignment a single wide
+#: instruction needs, so it emits two; for shared arrays it knows the array's alignment and may merge
+#: them.  These defaults are that reasoning; the H200 validation run (docs/tracer.md) decides.
+#: Change it here and every count follows.
+SPLIT_COMPLEX = {"global": True, "shared": False}
 
 _TRACED_SPACES = ("global", "shared")
 _OPS = {"ld": "load", "st": "store", "atom": "atomic"}

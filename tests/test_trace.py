@@ -261,14 +261,19 @@ def test_write_write_races_and_atomics():
 
 def test_complex_rule_is_switchable(monkeypatch):
     case = next(c for c in S.NCU_CASES if c.name.endswith("complex_copy[c64]"))
+    monkeypatch.setitem(tr.SPLIT_COMPLEX, "shared", False)
+    monkeypatch.setitem(tr.SPLIT_COMPLEX, "global", False)
     whole = trace(case.kernel, case.griddim, case.blockdim, *case.args(0), lines=False).totals()
+    # one 8-byte access per element: 256 bytes = 8 sectors per warp; shared: 2 half warps
+    assert (whole["global_load_requests"], whole["global_load_sectors"]) == (2, 16)
+    assert (whole["shared_store_requests"], whole["shared_store_wavefronts"]) == (2, 4)
     monkeypatch.setitem(tr.SPLIT_COMPLEX, "shared", True)
     monkeypatch.setitem(tr.SPLIT_COMPLEX, "global", True)
     split = trace(case.kernel, case.griddim, case.blockdim, *case.args(0), lines=False).totals()
-    # two 4-byte accesses per element: twice the requests; each half of a warp's 256 bytes spans 8 sectors,
-    # and real parts at stride 8 bytes are words 2l: 16 banks, 2 words each -> 2 wavefronts
-    assert split["global_load_requests"] == 2 * whole["global_load_requests"] == 4
-    assert split["global_load_sectors"] == 32 and split["shared_store_wavefronts"] == 8
+    # two 4-byte accesses per element: twice the requests, each spanning a warp's 256 bytes (8 sectors);
+    # in shared memory the real parts are words 2l: 16 banks, 2 words each -> 2 wavefronts per request
+    assert (split["global_load_requests"], split["global_load_sectors"]) == (4, 32)
+    assert (split["shared_store_requests"], split["shared_store_wavefronts"]) == (4, 8)
 
 
 def test_detail_blocks_and_lines_switch():

@@ -642,19 +642,21 @@ _add("shared_atomic", shared_atomic, 1, 32, lambda rng: (np.zeros(32, np.int32),
      counts(gs=(1, 4), sl=(1, 1), ss=(1, 1)),
      note="shared atomics (ATOMS): assumed to be in neither op_ld nor op_st", tags=("shared", "atomic"))
 
-# complex64 / complex128 copies through shared memory, 64 threads, counted as one 8- or 16-byte
-# access per element (course.trace.SPLIT_COMPLEX = False).  complex64: global a[t]: 256 bytes per warp
-# = 8 sectors; shared s[t] 8-byte: 2 half warps, 1 each -> 2; s[t ^ 1] the same set -> 2.
-# complex128: 512 bytes per warp = 16 sectors; 16-byte shared accesses: 4 quarter warps of 8 lanes x
-# 16 bytes = 128 bytes each, 1 wavefront each -> 4.
-_CNOTE = ("numba may compile one complex access into two instructions (real, imaginary); then the GPU "
-          "shows twice the requests and course.trace.SPLIT_COMPLEX must say so")
+# complex64 / complex128 copies through shared memory, 64 threads, counted as course.trace.SPLIT_COMPLEX
+# says: global accesses as two half-size accesses (real, imaginary), shared ones as one 8/16-byte access.
+# complex64 global a[t]: two requests per warp, the real parts at bytes 8l (4 bytes each) span 256 bytes =
+# 8 sectors, the imaginary parts too: 2 x 8 per warp, loads and stores alike.  Shared s[t] (8 bytes): 2
+# half warps, 1 each -> 2; s[t ^ 1] the same set -> 2.
+# complex128 global: two requests per warp of 8-byte parts at a 16-byte stride: 512 bytes = 16 sectors
+# each.  Shared 16-byte accesses: 4 quarter warps of 8 lanes x 16 bytes = 128 bytes, 1 wavefront each -> 4.
+_CNOTE = ("how numba's complex accesses compile (one wide instruction or two, per memory space) is "
+          "course.trace.SPLIT_COMPLEX's guess; the hardware count decides")
 _add("complex_copy[c64]", complex_copy_c64, 1, 64,
      lambda rng: ((rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64),
                   np.zeros(64, np.complex64)),
-     counts(gl=(2, 16), gs=(2, 16), sl=(2, 4), ss=(2, 4)), note=_CNOTE, tags=("shared", "8-byte", "complex"))
+     counts(gl=(4, 32), gs=(4, 32), sl=(2, 4), ss=(2, 4)), note=_CNOTE, tags=("shared", "8-byte", "complex"))
 _add("complex_copy[c128]", complex_copy_c128, 1, 64,
      lambda rng: (rng.standard_normal(64) + 1j * rng.standard_normal(64), np.zeros(64, np.complex128)),
-     counts(gl=(2, 32), gs=(2, 32), sl=(2, 8), ss=(2, 8)), note=_CNOTE, tags=("shared", "16-byte", "complex"))
+     counts(gl=(4, 64), gs=(4, 64), sl=(2, 8), ss=(2, 8)), note=_CNOTE, tags=("shared", "16-byte", "complex"))
 
 NCU_CASES = list(CASES)
