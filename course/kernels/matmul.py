@@ -639,6 +639,34 @@ def sweep_candidates() -> list:
     return out
 
 
+# --- a planted bug (chapter 10: the tracer's race report beside compute-sanitizer's racecheck) ------------------
+
+
+@cuda.jit
+def tiled_missing_sync(a, b, c):
+    """PLANTED BUG: ``tiled`` without the barrier after the loads: threads read tile entries others have not written yet."""
+    As = cuda.shared.array((TILE, TILE), float32)
+    Bs = cuda.shared.array((TILE, TILE), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    m, k_total = a.shape
+    n = b.shape[1]
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    s = float32(0.0)
+    for t in range((k_total + TILE - 1) // TILE):
+        ka = t * TILE + tx
+        kb = t * TILE + ty
+        As[ty, tx] = a[row, ka] if row < m and ka < k_total else float32(0.0)
+        Bs[ty, tx] = b[kb, col] if kb < k_total and col < n else float32(0.0)
+        # (the cuda.syncthreads() that belongs here is missing)
+        for k in range(TILE):
+            s += As[ty, k] * Bs[k, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        c[row, col] = s
+
+
 # --- hardware-count cases (checked against Nsight Compute on the H200) -------------------------------------------
 
 

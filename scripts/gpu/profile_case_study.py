@@ -1,0 +1,457 @@
+"""Chapter 10 on the H200: time, two floors, Nsight Compute counters, and compute-sanitizer on planted bugs.
+
+    python scripts/gpu/profile_case_study.py --out DIR            # on the GPU: DIR/profile_case_study.json (+ raw logs)
+    python scripts/gpu/profile_case_study.py --dry-run --out DIR  # on the CPU: the same steps on the CPU engine
+
+The case study is chapter 09's matrix multiply at ``--size`` (default 2048³), versions ``naive``,
+``tiled``, ``regtile``, ``regtile_cf`` and ``unrolled``:
+
+1. **Time** each with CUDA events (median of ``--reps``) after checking it against NumPy on a small
+   shape; measure the two ceilings in the same run: device memory bandwidth (a 1 GB device-to-device
+   copy, bytes read + written) and float32 arithmetic (cuBLAS ``a @ b`` at 8192³, CUPY_TF32=0), and
+   read the SM clock limit from nvidia-smi for the datasheet peak (132 SMs × 128 FP32 lanes × 2 × clock).
+2. **Floors**: bytes over bandwidth (each operand read once, ``c`` written once) and work over
+   throughput (2·M·N·K over the peak), per version: the larger is the floor, time/floor the gap.
+3. **Nsight Compute** (``ncu --clock-control none``) in a child process that launches each version
+   once: sectors and requests (global), wavefronts and instructions (shared), bank conflicts, DRAM
+   bytes, achieved occupancy ``sm__warps_active.avg.pct_of_peak_sustained_active``, FMA instructions,
+   issue-slot use, and warp stall reasons.  The stall metric names are looked up with
+   ``ncu --query-metrics`` first (``smsp__average_warps_issue_stalled_*_per_issue_active``); what was
+   asked for and what came back are both recorded.
+4. **compute-sanitizer** on two planted bugs, each in a child process: ``memcheck`` on seed 002's
+   tiled kernel at N = 1000 with the grid rounded up (it reads and writes past the arrays), and
+   ``racecheck`` on ``tiled_missing_sync`` (the barrier after the loads removed).  The first lines of
+   each report and the error/hazard counts are recorded.
+
+With ``--dry-run`` (CPU) the same kernels run on the course's engine: the out-of-bounds write is
+caught as a KernelError, the race by the tracer's ``report.races()``; nothing is timed.
+Records go to DIR/profile_case_study.json (a JSON list, ``benchmark: profile_case_study``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="directory for profile_case_study.json and raw logs")
+    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, no ncu / sanitizer")
+    ap.add_argument("--size", type=int, default=2048, help="M = N = K of the profiled product")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--target", default="", help=argparse.SUPPRESS)  # internal: what a child process runs
+    return ap.parse_args(argv)
+
+
+ARGS = parse()
+if ARGS.dry_run:
+    os.environ["COURSE_BACKEND"] = "cpu"
+os.environ.setdefault("CUPY_TF32", "0")
+
+import numpy as np  # noqa: E402
+
+import course  # noqa: E402  (chooses the backend before numba)
+from numba import cuda  # noqa: E402
+
+from course import bench  # noqa: E402
+from course.bench import Bench  # noqa: E402
+from course.kernels import matmul as MM  # noqa: E402
+
+GPU = course.on_gpu()
+CASE = ["naive", "tiled", "regtile", "regtile_cf", "unrolled"]
+RNG = np.random.default_rng()
+SEED_BUG_N = 1000 if GPU else 20
+RACE_N = 64 if GPU else 16
+
+
+# --- what the child processes run (under ncu or compute-sanitizer) ----------------------------------------------
+
+
+def run_target(target: str) -> None:
+    """Launch what ``target`` names and return: the child side of ncu and compute-sanitizer runs."""
+    if target == "case":
+        n = ARGS.size
+        a, b = MM.random_operands(n, n, n, RNG)
+        d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+        d_c = cuda.device_array((n, n), np.float32)
+        for name in CASE:  # one launch each, in this order: ncu's launch IDs follow it
+            MM.MATMUL_VERSIONS[name].launch(d_a, d_b, d_c)
+            cuda.synchronize()
+    elif target == "seed_oob":
+        n = SEED_BUG_N
+        a, b = MM.random_operands(n, n, n, RNG)
+        c = np.zeros((n, n), np.float32)
+        grid = (-(-n // MM.TILE), -(-n // MM.TILE))  # rounded up, as one would launch it: threads past N
+        MM.seed_tiled[grid, (MM.TILE, MM.TILE)](to_dev(a).reshape(n * n), to_dev(b).reshape(n * n),
+                                                to_dev(c).reshape(n * n), n)
+        cuda.synchronize()
+    elif target == "missing_sync":
+        n = RACE_N
+        a, b = MM.random_operands(n, n, n, RNG)
+        c = np.zeros((n, n), np.float32)
+        grid = (n // MM.TILE, n // MM.TILE)
+        MM.tiled_missing_sync[grid, (MM.TILE, MM.TILE)](to_dev(a), to_dev(b), to_dev(c))
+        cuda.synchronize()
+    else:
+        raise SystemExit(f"profile_case_study: unknown target {target!r}")
+
+
+def to_dev(x):
+    return cuda.to_device(x) if GPU else x
+
+
+if ARGS.target:
+    run_target(ARGS.target)
+    sys.exit(0)
+
+if not GPU and not ARGS.dry_run:
+    sys.exit("profile_case_study: no GPU here. Run it on the H200, or use --dry-run to test it on the CPU.")
+OUT = pathlib.Path(ARGS.out)
+OUT.mkdir(parents=True, exist_ok=True)
+T0 = time.time()
+BENCH = Bench("profile_case_study", dry_run=ARGS.dry_run)
+FAILED: dict = {}
+ME = str(pathlib.Path(__file__).resolve())
+
+
+def log(msg):
+    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
+
+
+def guarded(name, fn):
+    """Run one part; a failure is recorded and the script goes on."""
+    log(f"--- {name}")
+    try:
+        return fn()
+    except Exception as e:
+        FAILED[name] = f"{type(e).__name__}: {e}"
+        log(f"FAILED {name}: {FAILED[name][:400]}")
+        return None
+
+
+def find_tool(name):
+    """``name`` on PATH or in the usual CUDA / Nsight folders."""
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/opt/nvidia/nsight-compute/*/{name}",
+                    f"/usr/local/cuda*/nsight-compute*/{name}"):
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[-1]
+    return None
+
+
+# --- 1. time with events, and the ceilings ----------------------------------------------------------------------
+
+
+def sm_clock_mhz():
+    """The SM clock limit nvidia-smi reports (MHz), or None."""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=20)
+        return float(r.stdout.strip().splitlines()[0]) if r.returncode == 0 else None
+    except Exception:
+        return None
+
+
+def timing():
+    # correct first, on an awkward shape
+    for name in CASE:
+        a, b = MM.random_operands(33, 17, 65, RNG)
+        c = np.full((33, 65), np.nan, np.float32)
+        d_c = to_dev(c)
+        MM.MATMUL_VERSIONS[name].launch(to_dev(a), to_dev(b), d_c)
+        got = bench.to_host(d_c)
+        if MM.wrong_elements(got, a, b).any():
+            raise bench.BenchError(f"{name}: wrong on 33x17·17x65; not timed")
+    n = ARGS.size if GPU else 16
+    a, b = MM.random_operands(n, n, n, RNG)
+    d_a, d_b = to_dev(a), to_dev(b)
+    d_c = cuda.device_array((n, n), np.float32) if GPU else np.zeros((n, n), np.float32)
+    fl = MM.flops(n, n, n)
+    for name in CASE:
+        v = MM.MATMUL_VERSIONS[name]
+        launch = v.kernel[v.griddim(n, n), v.threads]
+        args = v.args(d_a, d_b, d_c)
+        times = bench.time_ms(lambda: launch(*args), reps=ARGS.reps, warmup=2) if GPU else None
+        rec = BENCH.record(f"time:{name}", times, size=(n, n, n), dtype="float32", flops=fl, kernel=name,
+                           part="timing", bytes_floor=3 * n * n * 4)
+        if rec.get("ms"):
+            log(f"  {name:12s} {rec['ms']:8.3f} ms {rec['tflops']:6.2f} TFLOP/s")
+    if not GPU:
+        return
+    # ceilings in the same run
+    big = 1 << 28  # 1 GB of float32
+    src = cuda.device_array(big, np.float32)
+    dst = cuda.device_array(big, np.float32)
+    times = bench.time_ms(lambda: dst.copy_to_device(src), reps=ARGS.reps, warmup=2)
+    rec = BENCH.record("ceiling:d2d_copy", times, size=(big * 4,), dtype="float32", bytes_moved=2 * big * 4,
+                       part="ceiling", note="device-to-device copy, bytes read + written")
+    log(f"  d2d copy {rec['gbps']:.0f} GB/s")
+    try:
+        import cupy as cp
+
+        m = 8192
+        ga = cp.random.standard_normal((m, m), dtype=cp.float32)
+        gb = cp.random.standard_normal((m, m), dtype=cp.float32)
+        gc = cp.empty((m, m), cp.float32)
+        times = bench.time_ms(lambda: cp.matmul(ga, gb, out=gc), reps=5, warmup=2, timer="cupy")
+        rec = BENCH.record("ceiling:cublas_fp32", times, size=(m, m, m), dtype="float32", flops=MM.flops(m, m, m),
+                           part="ceiling", CUPY_TF32=os.environ.get("CUPY_TF32"),
+                           note="CuPy a @ b float32 (cuBLAS), tensor cores off")
+        log(f"  cuBLAS fp32 at 8192^3: {rec['tflops']:.1f} TFLOP/s")
+    except Exception as e:
+        log(f"  cuBLAS ceiling skipped: {type(e).__name__}: {e}")
+    clock = sm_clock_mhz()
+    if clock:
+        dev = cuda.get_current_device()
+        sms = dev.MULTIPROCESSOR_COUNT
+        peak = sms * 128 * 2 * clock * 1e6 / 1e12  # cc 9.0: 128 FP32 lanes per SM, an FMA is 2 flops
+        BENCH.record("ceiling:fp32_peak_datasheet", [1.0], size=(1,), dtype="float32", part="ceiling",
+                     tflops_peak=peak, sm_count=sms, clock_mhz=clock,
+                     note="SMs x 128 FP32 lanes x 2 flops x max SM clock (nvidia-smi); ms is a placeholder")
+        log(f"  FP32 peak from the clock limit: {peak:.1f} TFLOP/s ({sms} SMs at {clock:.0f} MHz)")
+
+
+# --- 2. Nsight Compute ---------------------------------------------------------------------------------------
+
+BASE_METRICS = [
+    "gpu__time_duration.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__maximum_warps_per_active_cycle_pct",
+    "smsp__inst_executed.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "launch__registers_per_thread",
+    "launch__occupancy_limit_registers",
+]
+STALL_FALLBACK = ["barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "math_pipe_throttle",
+                  "not_selected", "selected", "wait", "lg_throttle", "dispatch_stall", "no_instruction",
+                  "membar", "branch_resolving", "drain", "imc_miss", "tex_throttle", "sleeping", "misc"]
+
+
+def stall_metrics(ncu):
+    """Warp-stall metric names this ncu knows (``--query-metrics``), else the usual list; and where they came from."""
+    try:
+        r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
+        names = sorted(set(re.findall(r"^(smsp__average_warps_issue_stalled_\w+?_per_issue_active)\b",
+                                      r.stdout, flags=re.M)))
+        if names:
+            return [f"{n}.ratio" for n in names], "ncu --query-metrics"
+    except Exception:
+        pass
+    return [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALL_FALLBACK], "fallback list"
+
+
+def _number(text):
+    t = (text or "").strip().replace(",", "")
+    try:
+        v = float(t)
+    except ValueError:
+        return t or None
+    return int(v) if v.is_integer() else v
+
+
+def parse_ncu_csv(text):
+    """Profiled launches in launch order: [{'kernel': name, 'metrics': {name: value}, 'units': {...}}]."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    launches = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        try:
+            lid = int(row["ID"])
+        except (KeyError, ValueError, TypeError):
+            continue
+        d = launches.setdefault(lid, {"kernel": row.get("Kernel Name", ""), "metrics": {}, "units": {}})
+        name = row.get("Metric Name", "")
+        if name:
+            d["metrics"][name] = _number(row.get("Metric Value"))
+            d["units"][name] = row.get("Metric Unit", "")
+    return [launches[k] for k in sorted(launches)]
+
+
+def nsight_compute():
+    ncu = find_tool("ncu")
+    if not GPU or not ncu:
+        log(f"ncu skipped ({'dry run' if not GPU else 'ncu not found'})")
+        BENCH.records.append({"benchmark": "profile_case_study", "variant": "ncu:skipped", "ms": None,
+                              "run": bench.run_id(), "reason": "dry run" if not GPU else "ncu not found",
+                              "dry_run": ARGS.dry_run or None})
+        return
+    stalls, source = stall_metrics(ncu)
+    metrics = BASE_METRICS + stalls
+    csv_path = OUT / "profile_ncu.csv"
+    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "details", "--print-units", "base",
+           "--metrics", ",".join(metrics), "--log-file", str(csv_path),
+           sys.executable, ME, "--out", str(OUT), "--target", "case", "--size", str(ARGS.size)]
+    log(f"ncu: {len(metrics)} metrics ({len(stalls)} stall reasons from {source}) on {len(CASE)} kernels at {ARGS.size}^3")
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    (OUT / "profile_ncu.log").write_text(" ".join(cmd) + "\n\n" + res.stdout[-20000:] + "\n" + res.stderr[-20000:])
+    if res.returncode != 0 and "print-units" in (res.stderr + res.stdout):
+        cmd.remove("--print-units")
+        cmd.remove("base")
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    launches = parse_ncu_csv(csv_path.read_text()) if csv_path.exists() else []
+    if len(launches) != len(CASE):
+        log(f"ncu returned {len(launches)} launches for {len(CASE)} kernels (rc {res.returncode}); see profile_ncu.log")
+    for name, launch in zip(CASE, launches):
+        m = launch["metrics"]
+        dur_ns = m.get("gpu__time_duration.sum")
+        unit = launch["units"].get("gpu__time_duration.sum", "")
+        ms = None
+        if isinstance(dur_ns, (int, float)):
+            ms = dur_ns / {"ns": 1e6, "nsecond": 1e6, "us": 1e3, "usecond": 1e3, "ms": 1.0, "msecond": 1.0}.get(unit, 1e6)
+        rec = BENCH.record(f"ncu:{name}", [ms] if ms else None, size=(ARGS.size,) * 3, dtype="float32",
+                           flops=MM.flops(ARGS.size, ARGS.size, ARGS.size), kernel=name, part="ncu",
+                           ncu_kernel=launch["kernel"][:200], metrics=m, units=launch["units"],
+                           asked=metrics, stall_source=source, returned=sorted(m),
+                           missing=[x for x in metrics if x not in m], command=" ".join(cmd[:8]) + " ...",
+                           note="ms from gpu__time_duration under ncu (one launch, clocks as found)")
+        occ = m.get("sm__warps_active.avg.pct_of_peak_sustained_active")
+        log(f"  {name:12s} occupancy {occ}%  shared wavefronts/instr "
+            f"{_ratio(m, 'l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum', 'smsp__sass_inst_executed_op_shared_ld.sum')}"
+            f"  top stall {top_stall(m)}")
+
+
+def _ratio(m, a, b):
+    x, y = m.get(a), m.get(b)
+    return f"{x / y:.2f}" if isinstance(x, (int, float)) and isinstance(y, (int, float)) and y else "-"
+
+
+def top_stall(m):
+    """The stall reason with the largest per-issue ratio."""
+    st = {k: v for k, v in m.items() if "issue_stalled" in k and isinstance(v, (int, float))}
+    if not st:
+        return "-"
+    k = max(st, key=st.get)
+    return f"{k.split('stalled_')[1].split('_per_issue')[0]} ({st[k]:.2f})"
+
+
+# --- 3. compute-sanitizer on planted bugs ------------------------------------------------------------------------
+
+
+def summary_counts(text):
+    """The ERROR SUMMARY / RACECHECK SUMMARY numbers of a compute-sanitizer report."""
+    out = {}
+    m = re.search(r"ERROR SUMMARY:\s*(\d+)\s+error", text)
+    if m:
+        out["errors"] = int(m.group(1))
+    m = re.search(r"RACECHECK SUMMARY:\s*(\d+)\s+hazard", text)
+    if m:
+        out["hazards"] = int(m.group(1))
+    out["invalid_global_write"] = len(re.findall(r"Invalid __global__ write", text))
+    out["invalid_global_read"] = len(re.findall(r"Invalid __global__ read", text))
+    out["race_reports"] = len(re.findall(r"(?i)race reported|hazard detected|Race reported", text))
+    return out
+
+
+def sanitizer():
+    tool = find_tool("compute-sanitizer")
+    runs = [("memcheck", "seed_oob", ["--tool", "memcheck", "--print-limit", "12"]),
+            ("racecheck", "missing_sync", ["--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "12"])]
+    if not GPU or not tool:
+        log(f"compute-sanitizer skipped ({'dry run' if not GPU else 'not found'}); the CPU engine's view instead")
+        cpu_view()
+        return
+    for name, target, opts in runs:
+        size = SEED_BUG_N if target == "seed_oob" else RACE_N
+        cmd = [tool, *opts, sys.executable, ME, "--out", str(OUT), "--target", target]
+        t = time.time()
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            text = res.stdout + "\n" + res.stderr
+            rc = res.returncode
+        except subprocess.TimeoutExpired as e:
+            text, rc = f"timed out after 60 s\n{e.stdout or ''}", None
+        (OUT / f"sanitizer_{name}.log").write_text(" ".join(cmd) + "\n\n" + text[-40000:])
+        lines = [ln for ln in text.splitlines() if ln.startswith("=========")]
+        counts = summary_counts(text)
+        BENCH.records.append({
+            "benchmark": "profile_case_study", "variant": f"sanitizer:{name}", "ms": None, "part": "sanitizer",
+            "tool": name, "target": target, "N": size, "TILE": MM.TILE, "returncode": rc,
+            "seconds": time.time() - t, "counts": counts, "report_head": lines[:60], "command": " ".join(cmd),
+            "run": bench.run_id(), "date": BENCH._prov["date"], "device": BENCH._prov.get("device"),
+            "driver": BENCH._prov.get("driver"), "numba_cuda": BENCH._prov.get("numba_cuda"),
+            "planted": "seed 002's kernel, grid rounded up at N not a multiple of TILE: reads and writes past "
+                       "the arrays" if target == "seed_oob" else
+                       "tiled matmul without the syncthreads() after the shared loads",
+        })
+        log(f"  {name} on {target}: {counts} (rc {rc})")
+
+
+def cpu_view():
+    """The same planted bugs on the CPU engine: a KernelError for the out-of-bounds access, the tracer's races."""
+    from course.engine import KernelError
+    from course.trace import trace
+
+    try:
+        run_target("seed_oob")
+        found = "no error raised"
+    except KernelError as e:
+        found = str(e)
+    BENCH.records.append({"benchmark": "profile_case_study", "variant": "engine:seed_oob", "ms": None,
+                          "part": "sanitizer", "run": bench.run_id(), "dry_run": ARGS.dry_run or None,
+                          "message": found[:2000]})
+    log(f"  engine on seed_oob: {found.splitlines()[0][:200]}")
+    n = RACE_N
+    a, b = MM.random_operands(n, n, n, RNG)
+    c = np.zeros((n, n), np.float32)
+    report = trace(MM.tiled_missing_sync, (n // MM.TILE, n // MM.TILE), (MM.TILE, MM.TILE), a, b, c, lines=False)
+    races = report.races()
+    BENCH.records.append({"benchmark": "profile_case_study", "variant": "engine:missing_sync_races", "ms": None,
+                          "part": "sanitizer", "run": bench.run_id(), "dry_run": ARGS.dry_run or None,
+                          "races": [str(r) for r in races[:10]], "count": len(races),
+                          "wrong": int(MM.wrong_elements(c, a, b).sum())})
+    log(f"  tracer on tiled_missing_sync: {len(races)} racing line pairs; {int(MM.wrong_elements(c, a, b).sum())} wrong elements")
+
+
+guarded("timing", timing)
+guarded("nsight compute", nsight_compute)
+guarded("compute-sanitizer", sanitizer)
+
+for name, msg in FAILED.items():
+    BENCH.records.append({"benchmark": "profile_case_study", "variant": "failed", "part": name, "failed": msg,
+                          "run": bench.run_id(), "ms": None, "dry_run": ARGS.dry_run or None})
+path = BENCH.save(OUT / "profile_case_study.json")
+print()
+print(f"{'record':32s} {'ms':>9s} {'TFLOP/s':>8s}  note")
+for r in BENCH.records:
+    ms = r.get("ms")
+    t = r.get("tflops")
+    extra = r.get("counts") or (f"{r.get('count')} races" if "count" in r else "")
+    print(f"{r['variant']:32s} {('%9.3f' % ms) if ms else '        -'} {('%8.2f' % t) if t else '       -'}  {extra}")
+print(f"{len(BENCH.records)} records -> {path}; {len(FAILED)} failed parts; run {bench.run_id()}; {time.time() - T0:.0f} s")
+sys.exit(1 if FAILED else 0)
