@@ -126,3 +126,17 @@ def test_every_version_on_1025x512_on_the_gpu(v):
     for dtype in ("int32", "float32", "float64"):
         _check(v, (1025, 512), dtype, rng)
         _check(v, (512, 1024), dtype, rng)
+
+
+def test_python_run_of_unsigned_kernels_with_the_gpus_constants(monkeypatch):
+    # On the GPU backend the constants are np.uint32 and the tracer still runs the kernels as Python
+    # (the GPU lane runs chapter 05 there): every index must reach the arrays as a plain int.
+    from course.trace import trace
+
+    monkeypatch.setattr(T, "U32", np.uint32)
+    rng = np.random.default_rng(7)
+    for v in (T.unsigned_version(32, 8), T.wide_version(64, 8), T.vec4_version(64, 8)):
+        a = bench.random_array((68, 100), "int32", rng)
+        out = np.zeros((100, 68), np.int32)
+        trace(v.kernel, v.griddim(a.shape), v.threads, *v.args(a, out))
+        assert np.array_equal(out, a.T), v.name

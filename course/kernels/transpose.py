@@ -43,17 +43,20 @@ from numba import cuda
 
 TILE = 32
 
-if course.on_gpu():
-    from numba import uint32  # in a kernel: a cast the compiler turns into 32-bit unsigned arithmetic
 
-    U32 = np.uint32  # an unsigned constant, so that sums with it stay unsigned
-else:
 
-    def uint32(x):
-        """The uint32 value of ``x`` as a Python int: what numba's cast gives, without NumPy scalars on the CPU."""
-        return int(x) & 0xFFFFFFFF
+def uint32(x):
+    """``x`` as an unsigned 32-bit integer.
 
-    U32 = int
+    In a kernel compiled for the GPU this is numba's ``uint32`` cast (registered below), so the
+    arithmetic stays 32-bit and unsigned; run as Python (the CPU engine, the tracer) it gives the
+    same value as a plain int.
+    """
+    return int(x) & 0xFFFFFFFF
+
+
+# Unsigned constants for the GPU (a sum with one stays unsigned); plain ints for Python.
+U32 = np.uint32 if course.on_gpu() else int
 
 
 def reference(a: np.ndarray) -> np.ndarray:
@@ -275,13 +278,13 @@ def wide_kernel(tile, rows):
                 even = (p0 & LOW) | (p1 << 32)  # output row 2tx: (a[2·pair, 2tx], a[2·pair+1, 2tx])
                 odd = ((p0 >> 32) & LOW) | ((p1 >> 32) << 32)  # output row 2tx+1
                 i = uint32(tx + tx)
-                s[i, pair ^ (tx & SWZ)] = even
-                s[uint32(i + uint32(1)), pair ^ (tx & SWZ)] = odd
+                s[i, uint32(pair ^ (tx & SWZ))] = even
+                s[uint32(i + uint32(1)), uint32(pair ^ (tx & SWZ))] = odd
             cuda.syncthreads()
             wrow = uint32(uint32(cuda.blockIdx.y) * WORDS_U + tx)
             for k in range(out_steps):
                 i = uint32(ty + uint32(k) * ROWS_U)
-                out2[uint32(col0 + i), wrow] = s[i, tx ^ ((i >> uint32(1)) & SWZ)]
+                out2[uint32(col0 + i), wrow] = s[i, uint32(tx ^ ((i >> uint32(1)) & SWZ))]
         else:
             # Edge tile: element by element, no shared memory (a tiny share of a large matrix).
             for r in range(ty, tile, rows):
@@ -316,70 +319,93 @@ def _wide_args(a, out):
 # --- 10. 16-byte accesses through two intrinsics -----------------------------------------------------------------
 
 
-def _load4_python(arr, row, col):
-    """``arr[row, col:col+4]`` as a 4-tuple (what the CPU engine runs, element by element)."""
+def load4(arr, row, col):
+    """``arr[row, col:col+4]`` as a 4-tuple: one 16-byte load on the GPU, 4 element loads in Python."""
     return arr[row, col], arr[row, col + 1], arr[row, col + 2], arr[row, col + 3]
 
 
-def _store4_python(arr, row, col, x0, x1, x2, x3):
-    """``arr[row, col:col+4] = (x0, x1, x2, x3)`` (what the CPU engine runs, element by element)."""
+def store4(arr, row, col, x0, x1, x2, x3):
+    """``arr[row, col:col+4] = (x0, x1, x2, x3)``: one 16-byte store on the GPU, 4 element stores in Python."""
     arr[row, col] = x0
     arr[row, col + 1] = x1
     arr[row, col + 2] = x2
     arr[row, col + 3] = x3
 
 
-def _vector_intrinsics():
-    """``load4``/``store4`` as numba intrinsics: one 16-byte ``ld/st.global.v4`` each (GPU only)."""
+def _register_gpu_implementations():
+    """Teach numba's CUDA target ``uint32`` (a cast) and ``load4``/``store4`` (16-byte ``ld/st.global.v4``).
+
+    Typing and lowering are registered for the Python functions themselves, so a kernel calls the
+    same names on every backend: Python runs them on the CPU, the GPU compiler emits these.
+    """
     from llvmlite import ir
     from numba import types
     from numba.cuda import cgutils
-    from numba.cuda.extending import intrinsic
+    from numba.cuda.extending import lower_builtin, type_callable
 
-    def vector_pointer(context, builder, arrty, array, row, rowty, col, colty):
-        ary = context.make_array(arrty)(context, builder, value=array)
-        r = context.cast(builder, row, rowty, types.intp)
-        c = context.cast(builder, col, colty, types.intp)
+    @type_callable(uint32)
+    def _type_uint32(context):
+        def typer(x):
+            if isinstance(x, types.Integer):
+                return types.uint32
+
+        return typer
+
+    @lower_builtin(uint32, types.Integer)
+    def _lower_uint32(context, builder, sig, args):
+        return context.cast(builder, args[0], sig.args[0], types.uint32)
+
+    def vector_pointer(context, builder, sig, args):
+        arrty, rowty, colty = sig.args[:3]
+        ary = context.make_array(arrty)(context, builder, value=args[0])
+        r = context.cast(builder, args[1], rowty, types.intp)
+        c = context.cast(builder, args[2], colty, types.intp)
         ptr = cgutils.get_item_pointer(context, builder, arrty, ary, [r, c], wraparound=False)
         elty = context.get_value_type(arrty.dtype)
         # Global address space and a 16-byte vector type: what lets the compiler emit LDG.E.128.
         gptr = builder.addrspacecast(ptr, ir.PointerType(elty, 1))
         return builder.bitcast(gptr, ir.PointerType(ir.VectorType(elty, 4), 1)), elty
 
-    @intrinsic
-    def load4(typingctx, arr, row, col):
-        sig = types.UniTuple(arr.dtype, 4)(arr, row, col)
+    def _is_matrix(arr, row, col):
+        return (isinstance(arr, types.Array) and arr.ndim == 2 and isinstance(row, types.Integer)
+                and isinstance(col, types.Integer))
 
-        def codegen(context, builder, sig, args):
-            vptr, _ = vector_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], args[2], sig.args[2])
-            v = builder.load(vptr, align=16)
-            vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-            return context.make_tuple(builder, sig.return_type, vals)
+    @type_callable(load4)
+    def _type_load4(context):
+        def typer(arr, row, col):
+            if _is_matrix(arr, row, col):
+                return types.UniTuple(arr.dtype, 4)
 
-        return sig, codegen
+        return typer
 
-    @intrinsic
-    def store4(typingctx, arr, row, col, x0, x1, x2, x3):
-        sig = types.void(arr, row, col, x0, x1, x2, x3)
+    @lower_builtin(load4, types.Array, types.Integer, types.Integer)
+    def _lower_load4(context, builder, sig, args):
+        vptr, _ = vector_pointer(context, builder, sig, args)
+        v = builder.load(vptr, align=16)
+        vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+        return context.make_tuple(builder, sig.return_type, vals)
 
-        def codegen(context, builder, sig, args):
-            vptr, elty = vector_pointer(context, builder, sig.args[0], args[0], args[1], sig.args[1], args[2], sig.args[2])
-            v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
-            for k in range(4):
-                x = context.cast(builder, args[3 + k], sig.args[3 + k], sig.args[0].dtype)
-                v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
-            builder.store(v, vptr, align=16)
-            return context.get_dummy_value()
+    @type_callable(store4)
+    def _type_store4(context):
+        def typer(arr, row, col, x0, x1, x2, x3):
+            if _is_matrix(arr, row, col):
+                return types.none
 
-        return sig, codegen
+        return typer
 
-    return load4, store4
+    @lower_builtin(store4, types.Array, types.Integer, types.Integer, types.Any, types.Any, types.Any, types.Any)
+    def _lower_store4(context, builder, sig, args):
+        vptr, elty = vector_pointer(context, builder, sig, args)
+        v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
+        for k in range(4):
+            x = context.cast(builder, args[3 + k], sig.args[3 + k], sig.args[0].dtype)
+            v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+        builder.store(v, vptr, align=16)
+        return context.get_dummy_value()
 
 
 if course.on_gpu():
-    load4, store4 = _vector_intrinsics()
-else:
-    load4, store4 = _load4_python, _store4_python
+    _register_gpu_implementations()
 
 
 def vec4_kernel(tile, rows):
