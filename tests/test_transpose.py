@@ -87,6 +87,9 @@ def test_a_wrong_output_shape_gets_a_clear_message():
         v.launch(np.zeros((4, 6), np.int32), np.zeros((4, 6), np.int32))
     with pytest.raises(ValueError, match="2-D"):
         v.run(np.zeros(5, np.int32))
+    tall = np.zeros((32 * 65535 + 1, 1), np.int8)  # one row too many for a grid's y dimension
+    with pytest.raises(ValueError, match="65535"):
+        v.launch(tall, np.zeros((1, tall.shape[0]), np.int8))
 
 
 def test_ncu_cases_launch_and_transpose():

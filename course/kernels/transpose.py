@@ -514,7 +514,13 @@ class Version:
                 f"transpose {self.name}: out has shape {tuple(out.shape)}, but the transpose of "
                 f"a {tuple(a.shape)} matrix is {(a.shape[1], a.shape[0])}. Allocate out with the shape reversed."
             )
-        self.kernel[self.griddim(a.shape), self.threads](*self.args(a, out))
+        grid = self.griddim(a.shape)
+        if grid[1] > 65535:
+            raise ValueError(
+                f"transpose {self.name}: {a.shape[0]} rows need {grid[1]} blocks along y, more than the "
+                f"65535 a grid allows. Transpose the matrix in slabs of at most {65535 * self.tile} rows."
+            )
+        self.kernel[grid, self.threads](*self.args(a, out))
 
     def run(self, a: np.ndarray) -> np.ndarray:
         """Transpose host array ``a`` with this version (on the GPU or the CPU engine) and return the result."""
