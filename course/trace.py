@@ -109,7 +109,6 @@ def _source(code, line):
 # Sites are small ints (hashing a code object is slow); _SITES[sid] = (code, offset, callers, part).
 _SITES: list = []
 _SITE_IDS: dict = {}  # (id(code) or (code, callers), instruction offset, part) -> sid
-_RAW_SITES: dict = {}  # (id(code) or (code, callers), f_lasti) -> sid
 
 
 def _site_id(ckey, lasti, part=0):
@@ -787,8 +786,32 @@ class _Marker(ast.NodeTransformer):
         return node
 
 
+_INSTRUMENTED: dict = {}  # id(original code) -> (original code, instrumented code or None, weights)
+
+
 def _instrument(fn):
     """A copy of kernel ``fn`` whose statements report (thread, line), and the line weights; None if no source."""
+    hit = _INSTRUMENTED.get(id(fn.__code__))
+    if hit is None or hit[0] is not fn.__code__:
+        made = _instrumented_code(fn)
+        hit = _INSTRUMENTED[id(fn.__code__)] = (fn.__code__,) + (made if made else (None, None))
+    code, weights = hit[1], hit[2]
+    if code is None:
+        return None
+    closure = None
+    if code.co_freevars:
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        try:
+            closure = tuple(cells[v] for v in code.co_freevars)
+        except KeyError:
+            return None
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new, weights
+
+
+def _instrumented_code(fn):
+    """Compile the marked copy of ``fn``'s source: (code object, line weights), or None."""
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -821,6 +844,7 @@ def _instrument(fn):
                                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
             body=[fdef, ast.Return(value=ast.Name(id=fn.__name__, ctx=ast.Load()))],
             decorator_list=[], returns=None, type_comment=None,
+            **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {}),
         )
         ast.copy_location(outer, fdef)
         tree.body = [outer]
@@ -830,18 +854,9 @@ def _instrument(fn):
     except (SyntaxError, ValueError):
         return None
     code = _find_code(module_code, fn.__name__)
-    if code is None:
+    if code is None or set(code.co_freevars) - set(freevars):
         return None
-    closure = None
-    if code.co_freevars:
-        cells = dict(zip(freevars, fn.__closure__ or ()))
-        try:
-            closure = tuple(cells[v] for v in code.co_freevars)
-        except KeyError:
-            return None
-    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new, m.weights
+    return code, m.weights
 
 
 def _find_code(code, name):

@@ -207,6 +207,23 @@ def test_divergence_of_a_tree_reduction():
     assert by_line["if t == 0:"].executions == 4
 
 
+def _kernel_with_closure(limit):
+    @cuda.jit
+    def k(out):
+        t = cuda.threadIdx.x
+        if t < limit:
+            out[t] = 1.0
+    return k
+
+
+def test_closures_are_traced_with_their_cells():
+    out = np.zeros(32, np.float32)
+    for limit in (4, 12):  # one source, two closures: the instrumented copy is cached, the cells are not
+        r = trace(_kernel_with_closure(limit), 1, 32, out)
+        assert r.totals()["global_store_sectors"] == (1 if limit <= 8 else 2)
+        assert sorted(r.divergence().branches[0].sides.values()) == [limit, 32 - limit]
+
+
 def test_divergence_without_source_uses_settrace():
     ns = {"cuda": cuda}
     exec("def k(out):\n    t = cuda.threadIdx.x\n    if t < 8:\n        out[t] = 1.0\n    else:\n        out[t] = 2.0\n", ns)
