@@ -244,6 +244,9 @@ def run_children(args, out: pathlib.Path) -> tuple:
             gpu_log = subprocess.run(cmd, env=dict(env, COURSE_BACKEND=args.gpu_backend), cwd=ROOT, capture_output=True,
                                      text=True, timeout=TIME_BUDGET_S)
             (out / "gpu_side.log").write_text(gpu_log.stdout + "\n--- stderr\n" + gpu_log.stderr)
+            csv_path = out / "ncu.csv"
+            if '"ID"' not in (csv_path.read_text() if csv_path.exists() else "") and '"ID"' in gpu_log.stdout:
+                csv_path.write_text(gpu_log.stdout)  # this ncu printed its CSV to stdout, not to --log-file
         except subprocess.TimeoutExpired as exc:
             (out / "gpu_side.log").write_text(f"ncu run killed after {TIME_BUDGET_S} s\n{exc.stdout or ''}\n{exc.stderr or ''}")
             print(f"the ncu run took more than {TIME_BUDGET_S} s and was stopped; use --modules to run fewer cases",
