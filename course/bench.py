@@ -325,6 +325,7 @@ def provenance() -> dict:
             cuda_driver_api=".".join(map(str, cuda_version)),
             clocks_sm_mhz=_nvidia_smi("clocks.sm"),
             clocks_mem_mhz=_nvidia_smi("clocks.mem"),
+            clocks_max_sm_mhz=_nvidia_smi("clocks.max.sm"),
         )
     else:
         info.update(device=f"none ({info['backend']} backend)", driver="none")
@@ -359,7 +360,7 @@ class Bench:
         if bytes_moved is not None:
             rec["bytes"] = int(bytes_moved)
         for key in ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count",
-                    "cuda_driver_api", "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "cupy", "torch",
+                    "cuda_driver_api", "clocks_sm_mhz", "clocks_mem_mhz", "clocks_max_sm_mhz", "numba", "numpy", "cupy", "torch",
                     "backend"):
             if key in self._prov:
                 rec[key] = self._prov[key]
