@@ -1006,6 +1006,14 @@ class Divergence:
         """Average active lanes per executed warp step (compare smsp__thread_inst_executed_per_inst_executed.ratio)."""
         return self.active_lanes / self.steps if self.steps else 0.0
 
+    def per_warp(self, line) -> dict:
+        """For one branch line: {(block, warp): [sides of each split execution]} (kept blocks only)."""
+        out: dict = defaultdict(list)
+        for ln, blk, warp, _k, sides in self.events:
+            if ln == line:
+                out[(blk, warp)].append(sides)
+        return dict(out)
+
     @property
     def simt_efficiency(self) -> float:
         """Average active lanes over the 32 a warp could use."""

@@ -189,6 +189,8 @@ def test_divergence_of_an_even_odd_branch():
     assert d.avg_active_lanes == 24.0 and d.simt_efficiency == 0.75
     assert all(v == (4, 96, 32) for v in d.warps.values())
     assert [e[4] for e in d.events] == [{b.line + 1: 16, b.line + 3: 16}] * 2
+    assert d.per_warp(b.line) == {((0, 0, 0), 0): [{b.line + 1: 16, b.line + 3: 16}],
+                                  ((0, 0, 0), 1): [{b.line + 1: 16, b.line + 3: 16}]}
     u = trace(S.branch_by_warp, 1, 64, a, np.zeros_like(a)).divergence()
     assert u.branches == [] and u.avg_active_lanes == 32.0
 
