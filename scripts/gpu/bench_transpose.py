@@ -4,8 +4,8 @@
     python scripts/gpu/bench_transpose.py --dry-run --out DIR  # on the CPU: tiny sizes, checks only, no timing
 
 One process, one ``run`` id.  First every version (``TRANSPOSE_VERSIONS`` and ``sweep_candidates()``)
-is checked against NumPy on awkward shapes (17×16, 1×33, 130×196 and, on the GPU, 1025×512; int32,
-float32, and float64 for the registry).  Then, for each size (16384² int32, 16384² float32,
+is checked against NumPy on awkward shapes (17×16, 1×33, 68×100 and, on the GPU, 130×196, 1025×512,
+192×256; int32, float32, and float64 for the registry).  Then, for each size (16384² int32, 16384² float32,
 4096² int32), each variant is checked again on that size's fresh random data with a poisoned
 output, and timed with CUDA events: ``--reps`` launches after a warm-up, in two rounds over all
 variants (the records keep both rounds' medians, so noise can be told from a difference).  Each
@@ -98,12 +98,13 @@ CATEGORY = {v.name: "course" for v in VERSIONS} | {v.name: "sweep" for v in SWEE
 
 if GPU:
     SIZES = [((16384, 16384), "int32"), ((16384, 16384), "float32"), ((4096, 4096), "int32")]
-    CHECK_SHAPES = [(17, 16), (1, 33), (130, 196), (1025, 512)]
+    # (68, 100) and (192, 256) take the 8- and 16-byte paths on whole tiles, the others the edge paths
+    CHECK_SHAPES = [(17, 16), (1, 33), (130, 196), (1025, 512), (68, 100), (192, 256)]
 else:
     if not ARGS.dry_run:
         sys.exit("bench_transpose: no GPU here. Run it on the H200, or use --dry-run to test it on the CPU.")
     SIZES = [((64, 96), "int32"), ((64, 64), "float32")]
-    CHECK_SHAPES = [(17, 16), (1, 33)]
+    CHECK_SHAPES = [(17, 16), (1, 33), (68, 100)]
 
 RNG = np.random.default_rng()
 FAILED: dict = {}
