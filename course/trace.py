@@ -142,13 +142,12 @@ def site_code(sid):
 #   warp-sync epoch (shared memory only; 0 for global).
 # The site key is ``f_lasti`` for accesses in the kernel itself, or a registered number (>= 2**20)
 # for accesses in device functions (innermost frame plus its callers).  Everything else (sites,
-# occurrences, warps, costs, races, divergence) is worked out with NumPy once per block, in
-# ``end_block``; the counting there follows course.analysis exactly (tests check the two agree).
+# occurrences, warps, costs, races, divergence) is worked out with NumPy for many blocks at once, in
+# ``flush``; the counting there follows course.analysis exactly (tests check the two agree).
 
 _LD, _ST, _ATOM = 0, 1, 2
 _OPNAME = ("ld", "st", "atom")
 _FAR = 1 << 20  # site keys at or above this are registered (code, callers, lasti) triples
-_NPHASE = 8  # room for phases per instruction (32 lanes / 4 lanes per phase at the most)
 _CHUNK = 400_000  # recorded ints after which the blocks so far are analysed (bounds memory)
 
 
@@ -548,22 +547,23 @@ def _shared_cost(gi, addr, size, lane, G):
     """Wavefronts and ideal wavefronts per warp-level instruction (the rule of analysis.shared_wavefronts)."""
     pl = np.array([_phase_lanes(int(s)) for s in range(int(size.max()) + 1)], dtype=np.int64)
     phase = lane // pl[size]
+    nph = -(-analysis.WARP_SIZE // int(pl[np.unique(size)].min()))  # room for every phase of an instruction
     wlo = addr >> 2
     nw = ((addr + size - 1) >> 2) - wlo + 1
     if (nw > 1).any():
         rep = np.repeat(np.arange(len(wlo)), nw)
         word = wlo[rep] + (np.arange(len(rep)) - (np.cumsum(nw) - nw)[rep])
-        gp = gi[rep] * _NPHASE + phase[rep]
+        gp = gi[rep] * nph + phase[rep]
     else:
         word = wlo
-        gp = gi * _NPHASE + phase
+        gp = gi * nph + phase
     _, _, firsts = _group_ids([gp, word - word.min()], first=True)  # distinct words per (instruction, phase)
     gp_u, bank_u = gp[firsts], word[firsts] & (analysis.BANKS - 1)
     bid, B, bf = _group_ids([gp_u, bank_u], first=True)  # words per bank
     cnt = np.bincount(bid, minlength=B)
-    mx = np.zeros(G * _NPHASE, dtype=np.int64)
+    mx = np.zeros(G * nph, dtype=np.int64)
     np.maximum.at(mx, gp_u[bf], cnt)
-    mx = mx.reshape(G, _NPHASE)
+    mx = mx.reshape(G, nph)
     return mx.sum(axis=1), (mx > 0).sum(axis=1)
 
 
