@@ -109,66 +109,6 @@ def random_operands(m: int, k: int, n: int, rng=None):
 # --- 16-byte accesses: one instruction for 4 neighbouring floats ---------------------------------------
 
 
-def _gpu_vector_intrinsics():
-    """``load4(arr, idx)`` / ``store4(arr, idx, x0, x1, x2, x3)`` as numba intrinsics: one 16-byte access each.
-
-    ``idx`` is a tuple of indices whose last one is a multiple of 4; the caller guarantees that the
-    address is 16-byte aligned (the host checks sizes and alignment before choosing this path).
-    Global arrays use address space 1, shared ones 3, so the compiler emits ``LDG.E.128``/``LDS.128``.
-    """
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda import cgutils
-    from numba.cuda.extending import intrinsic
-
-    def vector_pointer(context, builder, arrty, array, idxty, idx, space):
-        ary = context.make_array(arrty)(context, builder, value=array)
-        parts = cgutils.unpack_tuple(builder, idx, len(idxty))
-        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(parts, idxty)]
-        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, inds, wraparound=False)
-        elty = context.get_value_type(arrty.dtype)
-        sptr = builder.addrspacecast(ptr, ir.PointerType(elty, space))
-        return builder.bitcast(sptr, ir.PointerType(ir.VectorType(elty, 4), space)), elty
-
-    def make(space):
-        @intrinsic
-        def load4(typingctx, arr, idx):
-            if not (isinstance(arr, types.Array) and isinstance(idx, types.BaseTuple) and len(idx) == arr.ndim):
-                return None
-            sig = types.UniTuple(arr.dtype, 4)(arr, idx)
-
-            def codegen(context, builder, sig, args):
-                vptr, _ = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
-                v = builder.load(vptr, align=16)
-                vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-                return context.make_tuple(builder, sig.return_type, vals)
-
-            return sig, codegen
-
-        @intrinsic
-        def store4(typingctx, arr, idx, x0, x1, x2, x3):
-            if not (isinstance(arr, types.Array) and isinstance(idx, types.BaseTuple) and len(idx) == arr.ndim):
-                return None
-            sig = types.void(arr, idx, x0, x1, x2, x3)
-
-            def codegen(context, builder, sig, args):
-                vptr, elty = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
-                v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
-                for k in range(4):
-                    x = context.cast(builder, args[2 + k], sig.args[2 + k], sig.args[0].dtype)
-                    v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
-                builder.store(v, vptr, align=16)
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return load4, store4
-
-    gload4, gstore4 = make(1)
-    sload4, sstore4 = make(3)
-    return gload4, gstore4, sload4, sstore4
-
-
 _VEC4 = np.dtype([(f"f{k}", np.float32) for k in range(4)])
 
 
@@ -180,18 +120,16 @@ def _vec_view(arr, idx):
     return make_view(arr.a.view(_VEC4)), tuple(idx[:-1]) + (idx[-1] // 4,)
 
 
-def _load4_python(arr, idx):
-    """The CPU engine's twin of ``load4``: the same 16 bytes, read as one 16-byte element (the tracer sees one access)."""
+def _load4(arr, idx):
     view, j = _vec_view(arr, idx)
     if view is None:
         head = tuple(idx[:-1])
         return tuple(arr[head + (idx[-1] + q,)] for q in range(4))
-    rec = view[j]
+    rec = view[j]  # one 16-byte element: the tracer records one 16-byte access, as the GPU makes
     return rec[0], rec[1], rec[2], rec[3]
 
 
-def _store4_python(arr, idx, x0, x1, x2, x3):
-    """The CPU engine's twin of ``store4``: one 16-byte element written."""
+def _store4(arr, idx, x0, x1, x2, x3):
     view, j = _vec_view(arr, idx)
     if view is None:
         head = tuple(idx[:-1])
@@ -201,11 +139,97 @@ def _store4_python(arr, idx, x0, x1, x2, x3):
     view[j] = (x0, x1, x2, x3)
 
 
+def gload4(arr, idx):
+    """``arr[idx[:-1]][idx[-1]:idx[-1]+4]`` of a global array as 4 floats: one 16-byte load (``LDG.E.128``)."""
+    return _load4(arr, idx)
+
+
+def sload4(arr, idx):
+    """The same from a shared array: one 16-byte shared load (``LDS.128``)."""
+    return _load4(arr, idx)
+
+
+def gstore4(arr, idx, x0, x1, x2, x3):
+    """Store 4 floats at ``arr[idx[:-1]][idx[-1]:idx[-1]+4]`` of a global array: one 16-byte store."""
+    _store4(arr, idx, x0, x1, x2, x3)
+
+
+def sstore4(arr, idx, x0, x1, x2, x3):
+    """The same into a shared array: one 16-byte shared store."""
+    _store4(arr, idx, x0, x1, x2, x3)
+
+
+def _register_gpu_vector_ops():
+    """Teach numba's CUDA target the four functions above: one 16-byte access each.
+
+    Typing and lowering are registered for the Python functions themselves, so a kernel calls the same
+    names on every backend: Python (the CPU engine, the tracer) runs them as written, the GPU compiler
+    emits one vector instruction.  The last index must be a multiple of 4 and the address 16-byte
+    aligned; the host checks sizes and alignment before choosing the 16-byte path (:func:`vec_ok`).
+    Global arrays use address space 1, shared ones 3, so the compiler emits ``LDG.E.128``/``LDS.128``.
+    """
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda import cgutils
+    from numba.cuda.extending import lower_builtin, type_callable
+
+    def vector_pointer(context, builder, arrty, array, idxty, idx, space):
+        ary = context.make_array(arrty)(context, builder, value=array)
+        parts = cgutils.unpack_tuple(builder, idx, len(idxty))
+        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(parts, idxty)]
+        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, inds, wraparound=False)
+        elty = context.get_value_type(arrty.dtype)
+        sptr = builder.addrspacecast(ptr, ir.PointerType(elty, space))
+        return builder.bitcast(sptr, ir.PointerType(ir.VectorType(elty, 4), space)), elty
+
+    def fits(arr, idx):
+        return (isinstance(arr, types.Array) and isinstance(idx, types.BaseTuple) and len(idx) == arr.ndim
+                and all(isinstance(t, types.Integer) for t in idx))
+
+    for load, store, space in ((gload4, gstore4, 1), (sload4, sstore4, 3)):
+
+        @type_callable(load)
+        def _type_load(context):
+            def typer(arr, idx):
+                if fits(arr, idx):
+                    return types.UniTuple(arr.dtype, 4)
+
+            return typer
+
+        @lower_builtin(load, types.Array, types.BaseTuple)
+        def _lower_load(context, builder, sig, args, space=space):
+            vptr, _ = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
+            v = builder.load(vptr, align=16)
+            vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+            return context.make_tuple(builder, sig.return_type, vals)
+
+        @type_callable(store)
+        def _type_store(context):
+            def typer(arr, idx, x0, x1, x2, x3):
+                if fits(arr, idx):
+                    return types.none
+
+            return typer
+
+        @lower_builtin(store, types.Array, types.BaseTuple, types.Any, types.Any, types.Any, types.Any)
+        def _lower_store(context, builder, sig, args, space=space):
+            vptr, elty = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
+            v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
+            for k in range(4):
+                x = context.cast(builder, args[2 + k], sig.args[2 + k], sig.args[0].dtype)
+                v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+            builder.store(v, vptr, align=16)
+            return context.get_dummy_value()
+
+
 if course.on_gpu():
-    gload4, gstore4, sload4, sstore4 = _gpu_vector_intrinsics()
+    _register_gpu_vector_ops()
+    from numba.cuda.extending import register_jitable as _helper
 else:
-    gload4 = sload4 = _load4_python
-    gstore4 = sstore4 = _store4_python
+    _helper = cuda.jit(device=True)
+# ``_helper`` makes the fast kernel's per-configuration helpers device code: on the GPU a function numba
+# inlines and Python can still call (so the CPU engine can trace the kernel on a GPU machine too); on
+# the CPU engine a device function, whose accesses the tracer attributes to its own source lines.
 
 
 # --- 1. naive ---------------------------------------------------------------------------------------------
@@ -395,7 +419,7 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
     if TM % 4 or TN % 4 or BK % 4 or BM % TM or BN % TN or BN % 4 or unroll not in (1, 2, 4):
         raise ValueError(f"fast_kernel: tile {BM}x{BN}x{BK} with {TM}x{TN} per thread does not divide into float4 loads.")
 
-    @cuda.jit(device=True)
+    @_helper
     def fetch(a, b, pa, pb, tid, row0, col0, k0, inside):
         """Load the a and b tiles of step ``k0`` into the registers ``pa``/``pb`` (float4s where legal)."""
         m, k_total = a.shape
@@ -422,7 +446,7 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
             else:
                 pb[l, 0], pb[l, 1], pb[l, 2], pb[l, 3] = guarded4(b, kk, cq, k_total, n)
 
-    @cuda.jit(device=True)
+    @_helper
     def stash(At, Bs, pa, pb, tid, s):
         """Store the registers into shared stage ``s``: a transposed (4 scalar stores), b as float4s."""
         for l in range(A_LOADS):
@@ -439,7 +463,7 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
                 break
             sstore4(Bs, (s, f // NQ, (f % NQ) * 4), pb[l, 0], pb[l, 1], pb[l, 2], pb[l, 3])
 
-    @cuda.jit(device=True)
+    @_helper
     def rank1(At, Bs, af, bf, acc, tx, ty, s, kk):
         """One step of k: TM values of a and TN of b from shared memory (16-byte loads), TM·TN multiply-adds."""
         for g in range(GM):
@@ -450,7 +474,7 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
             for j in range(TN):
                 acc[i, j] += af[i] * bf[j]
 
-    @cuda.jit(device=True)
+    @_helper
     def multiply(At, Bs, af, bf, acc, tx, ty, s):
         """The BK steps of shared stage ``s``; ``unroll`` steps written out per turn so the next loads overlap the math."""
         for k0 in range(0, BK, unroll):
