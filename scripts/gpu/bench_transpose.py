@@ -481,7 +481,8 @@ def profile_with_ncu():
     best = max((r for r in big if r.get("category") == "sweep"), key=lambda r: r["gbps"], default=None)
     names = [v.name for v in VERSIONS if v.name not in FAILED] + ([best["variant"]] if best else []) + list(COPY_KERNELS)
     me = str(pathlib.Path(__file__).resolve())
-    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "details", "--metrics", NCU_METRICS]
+    cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--page", "details",
+           "--metrics", NCU_METRICS]
     for sec in NCU_SECTIONS:
         cmd += ["--section", sec]
     cmd += ["--log-file", str(OUT / "transpose_ncu.csv"), sys.executable, me, "--out", str(OUT),
