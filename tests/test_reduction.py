@@ -51,10 +51,11 @@ def test_grid_stride_versions_at_large_sizes(name, n):
     assert R.REDUCTION_VERSIONS[name].run(a) == R.reference(a)
 
 
-@pytest.mark.parametrize("width,unroll,threads,bps", [(1, 1, 64, 1), (2, 8, 128, 2), (4, 2, 32, 3), (4, 8, 256, 1)])
-def test_sweep_configurations(width, unroll, threads, bps):
+@pytest.mark.parametrize("width,unroll,threads,bps,bounds", [(1, 1, 64, 1, None), (2, 8, 128, 2, None),
+                                                             (4, 2, 32, 3, None), (4, 16, 256, 1, (512, 1))])
+def test_sweep_configurations(width, unroll, threads, bps, bounds):
     rng = np.random.default_rng()
-    v = R.grid_stride_version(width, unroll, threads, bps)
+    v = R.grid_stride_version(width, unroll, threads, bps, bounds=bounds)
     for n in (1, 3, 1000, 4099):
         a = small_ints(rng, n)
         assert v.run(a) == R.reference(a), (v.name, n)
@@ -106,8 +107,12 @@ def test_bad_input_messages():
 
 
 def test_sweep_lists():
-    assert len(R.sweep_candidates()) == 12
+    cands = R.sweep_candidates()
+    assert len(cands) == 14 and len(set(cands)) == 14
     assert all(t * b <= 2048 for t, b in R.sweep_launches())
+    assert all(t <= 512 for t, _ in R.sweep_launches((512, 1)))
+    with pytest.raises(ValueError, match="launch bounds"):
+        R.grid_stride_version(4, 16, 1024, 1, bounds=(512, 1))
 
 
 # --- the tracer: hand-counted memory traffic (the same cases run under Nsight Compute on the H200) -------------------

@@ -417,16 +417,54 @@ def load_sum4(a, i):
 LOAD_SUM = {1: load_sum1, 2: load_sum2, 4: load_sum4}
 
 
-def grid_stride_kernel(width=4, unroll=4, partials=False):
+@cuda.jit(device=True)
+def load_into1(vals, o, a, i):
+    """vals[o] = a[i]."""
+    vals[o] = _load1(a, i)
+
+
+@cuda.jit(device=True)
+def load_into2(vals, o, a, i):
+    """vals[o:o+2] = a[2i:2i+2], one 8-byte load."""
+    x, y = _load2(a, i)
+    vals[o] = x
+    vals[o + 1] = y
+
+
+@cuda.jit(device=True)
+def load_into4(vals, o, a, i):
+    """vals[o:o+4] = a[4i:4i+4], one 16-byte load."""
+    x, y, z, w = load_float4(a, i)
+    vals[o] = x
+    vals[o + 1] = y
+    vals[o + 2] = z
+    vals[o + 3] = w
+
+
+LOAD_INTO = {1: load_into1, 2: load_into2, 4: load_into4}
+
+
+def grid_stride_kernel(width=4, unroll=4, partials=False, bounds=None):
     """A grid-stride sum: ``unroll`` independent ``width``-float loads in flight per thread, block_sum, then one
-    atomic per block (``partials=False``) or one partial sum per block written to ``out[blockIdx.x]``."""
-    key = (width, unroll, partials, course.on_gpu())
+    atomic per block (``partials=False``) or one partial sum per block written to ``out[blockIdx.x]``.
+
+    ``bounds=(max_threads, min_blocks)`` are CUDA launch bounds: they tell the compiler how few blocks per
+    SM it may plan for, so it may use more registers.  Without them ptxas keeps the register count low by
+    starting the additions of an unroll of 8 before all 8 loads are issued (about 2 loads in flight);
+    with (1024, 1) all 8 stay in flight (seen in sm_90 SASS from CUDA 13.5's ptxas).
+    """
+    key = (width, unroll, partials, bounds, course.on_gpu())
     if key in _GRID_STRIDE:
         return _GRID_STRIDE[key]
     load_sum = LOAD_SUM[width]
+    load_into = LOAD_INTO[width]
     W, U = width, unroll
+    UW = U * W  # a compile-time constant: the size of the register buffer
+    # numba's simulator (the CPU engine) takes no launch bounds; the GPU refuses larger blocks, and so does
+    # Version.launcher on every backend
+    jit = cuda.jit(launch_bounds=bounds) if (bounds and course.on_gpu()) else cuda.jit
 
-    @cuda.jit
+    @jit
     def grid_stride_sum(a, out):
         """Each thread strides over the vectors by the grid size, ``U`` loads at a time, into ``U`` accumulators."""
         n = a.shape[0]
@@ -435,13 +473,19 @@ def grid_stride_kernel(width=4, unroll=4, partials=False):
         q = cuda.blockIdx.x * cuda.blockDim.x + tid
         stride = cuda.gridDim.x * cuda.blockDim.x
         acc = cuda.local.array(U, float32)  # indexed by unrolled constants only: stays in registers
+        vals = cuda.local.array(UW, float32)
         for k in range(U):
             acc[k] = 0
         i = q
         full = nv - (U - 1) * stride  # below this, all U vectors i, i+stride, … exist: no bound checks
         while i < full:
-            for k in range(U):  # U independent loads, all issued before the first add needs one
-                acc[k] += load_sum(a, i + k * stride)
+            for k in range(U):  # first all U loads: U·W floats on their way before any is needed
+                load_into(vals, k * W, a, i + k * stride)
+            for k in range(U):  # then the additions, each into its own accumulator
+                v = vals[k * W]
+                for e in range(1, W):
+                    v += vals[k * W + e]
+                acc[k] += v
             i += U * stride
         while i < nv:  # the last partial round
             acc[0] += load_sum(a, i)
@@ -461,7 +505,9 @@ def grid_stride_kernel(width=4, unroll=4, partials=False):
 
     grid_stride_sum.width = width
     grid_stride_sum.unroll = unroll
-    grid_stride_sum.tag = f"w{width}_u{unroll}" + ("_partials" if partials else "")  # tells factory kernels apart
+    grid_stride_sum.bounds = bounds
+    grid_stride_sum.tag = (f"w{width}_u{unroll}" + ("_partials" if partials else "")
+                           + (f"_lb{bounds[0]}x{bounds[1]}" if bounds else ""))  # tells factory kernels apart
     _GRID_STRIDE[key] = grid_stride_sum
     return grid_stride_sum
 
@@ -606,15 +652,21 @@ def _resident(blocks_per_sm):
     return blocks
 
 
-def grid_stride_version(width=4, unroll=4, threads=256, blocks_per_sm=4, name=None, two_pass=False) -> Version:
+def grid_stride_version(width=4, unroll=4, threads=256, blocks_per_sm=4, name=None, two_pass=False,
+                        bounds=None) -> Version:
     """Version 9 (or 10 with ``two_pass``) for a given vector width, unroll, block size and blocks per SM."""
-    name = name or f"{'two_pass' if two_pass else 'grid_stride'}_w{width}_u{unroll}_t{threads}_b{blocks_per_sm}"
-    kernel = grid_stride_kernel(width, unroll, partials=two_pass)
+    if bounds and threads > bounds[0]:
+        raise ValueError(f"grid_stride_version: {threads} threads per block, but the launch bounds {bounds} "
+                         f"allow at most {bounds[0]}; use fewer threads or other bounds.")
+    lb = f"_lb{bounds[0]}x{bounds[1]}" if bounds else ""
+    name = name or f"{'two_pass' if two_pass else 'grid_stride'}_w{width}_u{unroll}{lb}_t{threads}_b{blocks_per_sm}"
+    kernel = grid_stride_kernel(width, unroll, partials=two_pass, bounds=bounds)
     idea = (f"{blocks_per_sm} blocks/SM of {threads}, grid-stride, {unroll} loads of {4 * width} B in flight "
             + ("per thread; per-block partials, then one block sums them" if two_pass else "per thread, one atomic per block"))
     return Version(name, idea, kernel, threads, _resident(blocks_per_sm), width=width, atomics=not two_pass,
                    finish=finish_partials if two_pass else None, family="two_pass" if two_pass else "grid_stride",
-                   params={"width": width, "unroll": unroll, "threads": threads, "blocks_per_sm": blocks_per_sm})
+                   params={"width": width, "unroll": unroll, "threads": threads, "blocks_per_sm": blocks_per_sm,
+                           "bounds": list(bounds) if bounds else None})
 
 
 REDUCTION_VERSIONS = {
@@ -643,17 +695,19 @@ REDUCTION_VERSIONS = {
 
 
 def sweep_candidates() -> list:
-    """Kernels for the benchmark's sweep: every vector width × unroll (compiled once each); the launch
-    parameters (threads, blocks per SM) are swept by ``sweep_launches``."""
-    return [(w, u) for w in (4, 2, 1) for u in (1, 2, 4, 8)]  # widest loads first: the likeliest winners
+    """Kernels for the benchmark's sweep, as (width, unroll, launch bounds): every vector width × unroll
+    (compiled once each), widest loads first, then 16-byte loads with launch bounds that let ptxas keep
+    8 or 16 loads in flight.  The launch parameters (threads, blocks per SM) come from ``sweep_launches``."""
+    plain = [(w, u, None) for w in (4, 2, 1) for u in (1, 2, 4, 8)]
+    return plain + [(4, 8, (1024, 1)), (4, 16, (512, 1))]
 
 
-def sweep_launches() -> list:
-    """(threads_per_block, blocks_per_sm) pairs the benchmark tries for each sweep kernel."""
+def sweep_launches(bounds=None) -> list:
+    """(threads_per_block, blocks_per_sm) pairs the benchmark tries for a sweep kernel (within its launch bounds)."""
     out = []
     for threads in (128, 256, 512, 1024):
         for bps in (1, 2, 4, 8, 16, 32):
-            if threads * bps <= 2048:  # more would not be resident at once anyway
+            if threads * bps <= 2048 and (bounds is None or threads <= bounds[0]):  # more would not be resident
                 out.append((threads, bps))
     return out
 

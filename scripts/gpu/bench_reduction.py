@@ -14,7 +14,8 @@ What it does, in one process (one run id):
    queues ``inner`` calls behind a short sleeping kernel, so that Python's launch cost overlaps GPU
    work and the events measure the GPU's time, not numba's dispatch; at 2^20 the calls rotate over
    32 arrays (128 MB, more than the 50 MB L2) so that no call reads from the cache.
-3. **sweeps** the grid-stride kernel at 2^28: vector width 1/2/4 floats × unroll 1/2/4/8 (12 kernels)
+3. **sweeps** the grid-stride kernel at 2^28: vector width 1/2/4 floats × unroll 1/2/4/8 (12 kernels,
+   plus 16-byte loads × 8 and × 16 with launch bounds, which let ptxas keep every load in flight)
    × threads per block × blocks per SM, each checked before it is timed, and reports the best
    against memcpy and cupy.sum (target: ≥ 0.90 of memcpy's GB/s and ≥ 1.0× cupy.sum).
 4. re-times memcpy, cupy.sum and the best configuration once more at the end (``…#2``): a
@@ -271,17 +272,18 @@ SWEEP_DEADLINE_S = 95  # the whole script must finish within 120 s on the H200
 def sweep(n, bufs, want, host, rng, reps):
     """Every (width, unroll) kernel × (threads, blocks per SM) at size n; each checked, then timed."""
     recs = []
-    launches = R.sweep_launches() if GPU else [(64, 1), (128, 2)]
-    cands = R.sweep_candidates() if GPU else [(1, 1), (4, 4)]
+    cands = R.sweep_candidates() if GPU else [(1, 1, None), (4, 4, None), (4, 8, (1024, 1))]
     check_sizes = [1, 33, 1000, (1 << 20) + 7] if GPU else [1, 33, 1000]
     d_out = out_buf()
-    for w, u in cands:
+    for w, u, bounds in cands:
         if GPU and time.perf_counter() - T0 > SWEEP_DEADLINE_S:
             ERRORS.append(f"sweep stopped after {SWEEP_DEADLINE_S} s (before w{w} u{u}) to finish within 2 minutes")
             break
+        launches = R.sweep_launches(bounds) if GPU else [(64, 1), (128, 2)]
+        lb = f"_lb{bounds[0]}x{bounds[1]}" if bounds else ""
         for threads, bps in launches:
-            name = f"sweep_w{w}_u{u}_t{threads}_b{bps}"
-            v = R.grid_stride_version(w, u, threads, bps, name=name)
+            name = f"sweep_w{w}_u{u}{lb}_t{threads}_b{bps}"
+            v = R.grid_stride_version(w, u, threads, bps, name=name, bounds=bounds)
             err = check(name, v, check_sizes if (threads, bps) == launches[0] else [(1 << 20) + 7 if GPU else 1000], rng)
             if err:
                 ERRORS.append(err)
@@ -359,7 +361,8 @@ def main():
         if best is not None:
             p = best.get("params") or {}
             v = (versions.get(best["variant"]) if best["role"] == "version" else
-                 R.grid_stride_version(p["width"], p["unroll"], p["threads"], p["blocks_per_sm"], name=best["variant"]))
+                 R.grid_stride_version(p["width"], p["unroll"], p["threads"], p["blocks_per_sm"], name=best["variant"],
+                                       bounds=tuple(p["bounds"]) if p.get("bounds") else None))
             d_out = out_buf()
             times, inner, lb = time_queued(v.launcher(bufs[0], d_out), reps)
             B.record("best#2", times, size=[n], dtype="float32", bytes_moved=n * 4, inner=inner, launch_bound=lb,

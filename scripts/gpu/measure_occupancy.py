@@ -11,9 +11,10 @@
    ``course.occupancy.occupancy`` (benchmark ``occupancy``, variant ``kernel``).  The CPU tests check
    the model against every one of these figures.
 2. **Bandwidth against warps per SM** (benchmark ``occupancy_sweep``): the grid-stride sum of 2^28
-   floats with 1 or 4 floats per load and 1, 4 or 8 loads in flight per thread, 128 threads per block
-   and 1…16 blocks per SM (4…64 warps per SM): Little's law says bandwidth = bytes in flight / latency
-   until the memory system saturates.
+   floats with 1 or 4 floats per load and 1, 4, 8 or 16 loads per thread per round (8 and 16 also with
+   launch bounds, which let ptxas keep them all in flight), 128 threads per block and 1…16 blocks per
+   SM (4…64 warps per SM): Little's law says bandwidth = bytes in flight / latency until the memory
+   system saturates.
 3. **Block size** (``occupancy_block_size``): one element per thread (blocks = n / threads) for block
    sizes 32 … 1024, and seed 002's "block 1024 vs 256" with the kernel that has the most registers,
    each with its occupancy from the model and the driver.
@@ -103,8 +104,8 @@ def compile_everything():
     rng = np.random.default_rng(0)
     a = rng.standard_normal(4099).astype(np.float32)
     versions = dict(R.REDUCTION_VERSIONS)
-    for w, u in R.sweep_candidates() if GPU else [(4, 8)]:
-        versions[f"sweep_w{w}_u{u}"] = R.grid_stride_version(w, u, 256, 2)
+    for w, u, bounds in R.sweep_candidates() if GPU else [(4, 8, None)]:
+        versions[f"sweep_w{w}_u{u}_{bounds}"] = R.grid_stride_version(w, u, 256, 2, bounds=bounds)
     for name, v in versions.items():
         try:
             v.run(a)
@@ -226,9 +227,11 @@ def occupancy_of(v):
 
 def sweep_warps(d_a, d_out, n, want, tol):
     sms = R.sm_count()
-    for w, u in ((1, 1), (1, 4), (4, 1), (4, 4), (4, 8)) if GPU else ((1, 1), (4, 8)):
+    kinds = ((1, 1, None), (1, 4, None), (4, 1, None), (4, 4, None), (4, 8, None), (4, 8, (1024, 1)), (4, 16, (512, 1)))
+    for w, u, bounds in kinds if GPU else ((1, 1, None), (4, 16, (512, 1))):
+        lb = f"_lb{bounds[0]}x{bounds[1]}" if bounds else ""
         for bps in (1, 2, 3, 4, 6, 8, 10, 12, 16) if GPU else (1, 3):
-            v = R.grid_stride_version(w, u, 128, bps, name=f"w{w}_u{u}_t128_b{bps}")
+            v = R.grid_stride_version(w, u, 128, bps, name=f"w{w}_u{u}{lb}_t128_b{bps}", bounds=bounds)
             try:
                 run = checked_launcher(v, d_a, d_out, want, tol)
                 if not GPU:
@@ -239,12 +242,12 @@ def sweep_warps(d_a, d_out, n, want, tol):
                 SWEEP.record(v.name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
                              params=v.params, blocks_per_grid=v.griddim(n), sm_count=sms,
                              warps_per_sm=resident * 4, requested_warps_per_sm=bps * 4,
-                             bytes_in_flight_per_thread=4 * w * u, regs_per_thread=res.regs_per_thread,
+                             bytes_per_thread_per_round=4 * w * u, regs_per_thread=res.regs_per_thread,
                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm,
                              clocks_sm_mhz=SWEEP._prov.get("clocks_sm_mhz"))
             except Exception as e:
                 ERRORS.append(f"sweep {v.name}: {type(e).__name__}: {e}")
-        log(f"warps sweep w{w} u{u} done")
+        log(f"warps sweep w{w} u{u}{lb} done")
 
 
 # --- 3. block size ---------------------------------------------------------------------------------------------------------
