@@ -408,12 +408,16 @@ if course.on_gpu():
     _register_gpu_implementations()
 
 
-def vec4_kernel(tile, rows):
+def vec4_kernel(tile, rows, group=1):
     """(tile/4)×rows threads move a tile×tile block of 4-byte elements in 16-byte vectors.
 
     The kernel takes ``(a, out, wide)``; ``wide`` says the 16-byte path is usable (4-byte elements,
     sizes multiples of 4, 16-byte aligned rows).  Whole tiles take it; the rest goes element by element.
+    ``group`` > 1 (a sweep option) renumbers the blocks so that consecutive ones cover a
+    group×group square of tiles.
     """
+    GROUP = group
+    GROUP_U = U32(group)
     words = tile // 4  # 16-byte words per tile row
     quad_steps = words // rows  # groups of 4 input rows per thread
     out_steps = tile // rows  # output rows per thread
@@ -432,8 +436,23 @@ def vec4_kernel(tile, rows):
         ty = uint32(cuda.threadIdx.y)
         n_rows = uint32(a.shape[0])
         n_cols = uint32(a.shape[1])
-        row0 = uint32(uint32(cuda.blockIdx.y) * TILE_U)
-        col0 = uint32(uint32(cuda.blockIdx.x) * TILE_U)
+        bx = uint32(cuda.blockIdx.x)
+        by = uint32(cuda.blockIdx.y)
+        if GROUP > 1:
+            # Blocks start in the order of their linear id; renumbered, the blocks running at one
+            # time read a compact square of `a` and write a compact square of `out` (instead of
+            # whole rows of `a` and thin slices of many rows of `out`).
+            gx = uint32(cuda.gridDim.x)
+            gy = uint32(cuda.gridDim.y)
+            if gx % GROUP_U == 0 and gy % GROUP_U == 0:
+                bid = uint32(by * gx + bx)
+                g = uint32(bid // (GROUP_U * GROUP_U))
+                within = uint32(bid % (GROUP_U * GROUP_U))
+                groups_x = uint32(gx // GROUP_U)
+                bx = uint32((g % groups_x) * GROUP_U + within % GROUP_U)
+                by = uint32((g // groups_x) * GROUP_U + within // GROUP_U)
+        row0 = uint32(by * TILE_U)
+        col0 = uint32(bx * TILE_U)
         if wide != 0 and row0 + TILE_U <= n_rows and col0 + TILE_U <= n_cols:
             v = cuda.local.array((quad_steps, 16), dtype=a.dtype)
             c4 = uint32(col0 + tx * FOUR)
@@ -561,11 +580,13 @@ def wide_version(tile=64, rows=8, name="wide") -> Version:
                    make_args=_wide_args, family="wide", params={"tile": tile, "rows": rows})
 
 
-def vec4_version(tile=64, rows=8, name="vec4") -> Version:
+def vec4_version(tile=64, rows=8, name="vec4", group=1) -> Version:
     """Version 10 for a given tile and thread-row count (16-byte path for 4-byte dtypes only)."""
+    order = f", blocks in {group}×{group} groups" if group > 1 else ""
     return Version(name, f"16-byte vectors (load4/store4 intrinsics), 4×4 register transposes, "
-                   f"{tile}×{tile} swizzled tile, {tile // 4}×{rows} threads", vec4_kernel(tile, rows), tile,
-                   (tile // 4, rows), make_args=_vec4_args, family="vec4", params={"tile": tile, "rows": rows})
+                   f"{tile}×{tile} swizzled tile, {tile // 4}×{rows} threads{order}",
+                   vec4_kernel(tile, rows, group), tile, (tile // 4, rows), make_args=_vec4_args,
+                   family="vec4", params={"tile": tile, "rows": rows, "group": group})
 
 
 TRANSPOSE_VERSIONS = {
@@ -601,6 +622,8 @@ def sweep_candidates() -> list:
         out.append(wide_version(tile, rows, name=f"wide_t{tile}_r{rows}"))
     for tile, rows in ((32, 4), (32, 8), (64, 2), (64, 4), (64, 16)):
         out.append(vec4_version(tile, rows, name=f"vec4_t{tile}_r{rows}"))
+    for group in (4, 8, 16):
+        out.append(vec4_version(64, 8, name=f"vec4_t64_r8_g{group}", group=group))
     return out
 
 
