@@ -103,6 +103,29 @@ def chunks(n: int, pieces: int) -> list:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def pipeline(h_in, h_out, d_in, d_out, streams, pieces, iters, threads_per_block=256, marks=None):
+    """Copy in, ``busy``, copy out, chunk by chunk, chunk i on ``streams[i % len(streams)]``.
+
+    ``h_in``/``h_out`` should be pinned (``cuda.pinned_array``): only then are the copies asynchronous
+    and can overlap.  ``marks``, when given, holds four events per chunk, recorded on the chunk's
+    stream before the copy in and after each of the three steps (a timeline).  Nothing waits here:
+    synchronise (``cuda.synchronize()`` or an event) before reading ``h_out``.
+    """
+    for ci, (a, b) in enumerate(chunks(h_in.shape[0], pieces)):
+        s = streams[ci % len(streams)]
+        if marks is not None:
+            marks[ci][0].record(stream=s)
+        d_in[a:b].copy_to_device(h_in[a:b], stream=s)
+        if marks is not None:
+            marks[ci][1].record(stream=s)
+        busy[blocks_for(b - a, threads_per_block), threads_per_block, s](d_in[a:b], d_out[a:b], iters)
+        if marks is not None:
+            marks[ci][2].record(stream=s)
+        d_out[a:b].copy_to_host(h_out[a:b], stream=s)
+        if marks is not None:
+            marks[ci][3].record(stream=s)
+
+
 def blocks_for(n: int, threads_per_block: int = 256, max_blocks: int = 132 * 16) -> int:
     """blocks_per_grid for a grid-stride kernel over n elements: enough to fill the GPU, never more than needed."""
     return max(1, min(max_blocks, -(-n // threads_per_block)))

@@ -237,19 +237,7 @@ def streams():
     pools = {k: [cuda.stream() for _ in range(k)] for k in (1, 2, 4, 8)}
 
     def pipelined(k, marks=None):
-        for ci, (di, do, hi, ho, blocks) in enumerate(views):
-            s = pools[k][ci % k]
-            if marks is not None:
-                marks[ci][0].record(stream=s)
-            di.copy_to_device(hi, stream=s)
-            if marks is not None:
-                marks[ci][1].record(stream=s)
-            TR.busy[blocks, THREADS, s](di, do, iters)
-            if marks is not None:
-                marks[ci][2].record(stream=s)
-            do.copy_to_host(ho, stream=s)
-            if marks is not None:
-                marks[ci][3].record(stream=s)
+        TR.pipeline(h_in, h_out, d_in, d_out, pools[k], PIPE_CHUNKS, iters, THREADS, marks=marks)
 
     # checks: every variant gives the NumPy answer
     serial()
