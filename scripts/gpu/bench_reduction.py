@@ -197,7 +197,7 @@ def resources_of(version):
         model = occupancy.occupancy(res.regs_per_thread, version.threads, res.shared_per_block)
         drv = occupancy.driver_blocks_per_sm(version.kernel, version.threads)
         return {"regs_per_thread": res.regs_per_thread, "shared_per_block": res.shared_per_block,
-                "local_per_thread": res.local_per_thread, "threads_per_block": version.threads,
+                "local_per_thread": res.local_per_thread,
                 "model_blocks_per_sm": model.blocks_per_sm, "driver_blocks_per_sm": drv,
                 "occupancy": model.occupancy, "limited_by": list(model.limited_by)}
     except Exception as e:
