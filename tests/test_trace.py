@@ -448,3 +448,27 @@ def test_validation_script_end_to_end_with_a_stand_in_ncu(tmp_path):
     assert s["problems"] == [], (s["problems"], res.stderr[-2000:])
     assert s["compared"] == s["cases"] == len(S.NCU_CASES) and s["all_equal"] == 0
     assert res.returncode == 1 and "equal" in res.stdout.splitlines()[-1]
+
+
+def test_sass_memory_ops_counts_memory_instructions():
+    vt = _validate_module()
+
+    class Compiled:
+        def inspect_sass(self):
+            return "\n".join([
+                "        /*0200*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;",
+                "        /*0210*/               @P6 BRA 0x2b0 ;",
+                "        /*0230*/                   LDS R4, [R0] ;",
+                "        /*0280*/                   LDS.128 R8, [R6+0x100] ;",
+                "        /*0290*/                   LDS R5, [R0+0x4] ;",
+                "        /*0300*/               @!P1 LDG.E R7, desc[UR6][R6.64] ;",
+                "        /*0310*/                   RED.E.ADD.STRONG.GPU desc[UR4][R2.64], R5 ;",
+            ])
+
+    assert vt.sass_memory_ops(Compiled()) == {"LDS": 2, "LDS.128": 1, "@P LDG.E": 1, "RED.E.ADD.STRONG.GPU": 1}
+
+    class NoDisassembler:
+        def inspect_sass(self):
+            raise RuntimeError("nvdisasm not found")
+
+    assert "unavailable" in vt.sass_memory_ops(NoDisassembler())

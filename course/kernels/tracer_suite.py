@@ -28,6 +28,10 @@ from course.kernels.cases import Case
 
 TILE = 32
 ROWS = 8  # a (32, 8) block covers a 32x32 tile in 4 passes of 8 rows
+# Padded widths as constants: numba needs a shared array's shape as literal ints, and `TILE + 1`
+# inside a kernel is an int64 expression, which compiles on the CPU but not for the GPU.
+TILE_PAD1 = TILE + 1
+TILE_PAD2 = TILE + 2
 
 KEYS = (
     "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
@@ -200,7 +204,7 @@ def tile_f32_32(a, out):
 @cuda.jit
 def tile_f32_33(a, out):
     """[32][33]: one word of padding moves each row to the next bank."""
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PAD1), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     for j in range(0, TILE, ROWS):
@@ -213,7 +217,7 @@ def tile_f32_33(a, out):
 @cuda.jit
 def tile_f32_34(a, out):
     """[32][34]: two words of padding, rows two banks apart: 2-way."""
-    tile = cuda.shared.array((TILE, TILE + 2), float32)
+    tile = cuda.shared.array((TILE, TILE_PAD2), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     for j in range(0, TILE, ROWS):
@@ -304,7 +308,7 @@ def tile_f64_32(a, out):
 @cuda.jit
 def tile_f64_33(a, out):
     """float64 [32][33]: one element of padding is two banks."""
-    tile = cuda.shared.array((TILE, TILE + 1), float64)
+    tile = cuda.shared.array((TILE, TILE_PAD1), float64)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     for j in range(0, TILE, ROWS):
@@ -408,7 +412,7 @@ def branch_by_warp(a, out):
 @cuda.jit
 def tile_transpose_nosync(a, out):
     """The [32][33] tile transpose with its syncthreads() removed: reads race with other threads' writes."""
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PAD1), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     for j in range(0, TILE, ROWS):

@@ -35,6 +35,7 @@ import json
 import os
 import pathlib
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -166,7 +167,8 @@ def gpu_side(args) -> None:
             sig = tuple(typeof(a) for a in dev)
             compile_now = getattr(c.kernel, "compile", None)  # numba's simulator has none
             if compile_now is not None:
-                compile_now(sig)  # compile now, so that the profiled launch only runs
+                compiled = compile_now(sig)  # compile now, so that the profiled launch only runs
+                entry["sass_memory_ops"] = sass_memory_ops(compiled)
             prepared.append((entry, c, dev))
         except Exception as exc:
             entry["error"] = f"compile: {type(exc).__name__}: {exc}"
@@ -191,6 +193,29 @@ def gpu_side(args) -> None:
     prov = bench.provenance()
     path = pathlib.Path(args.out) / "gpu_side.json"
     path.write_text(json.dumps({"launches": launched, "provenance": prov, "module_errors": errors}, indent=1))
+
+
+_MEM_OP = re.compile(r"^\s*(?:/\*[0-9a-f]+\*/)?\s*(@!?U?P[T0-9]+\s+)?((?:LDG|STG|LDS|STS|LDSM|LD|ST|ATOMS|ATOMG|ATOM|RED)"
+                     r"(?:\.[A-Z0-9_]+)*)\b")
+
+
+def sass_memory_ops(compiled):
+    """The memory instructions of a compiled kernel's SASS, counted by opcode (static, not executed).
+
+    Explains a difference with ncu: e.g. ``LDS.128`` where the tracer sees four 4-byte loads, or a
+    predicated ``@P0 LDS``.  Needs nvdisasm; returns a note when it is missing.
+    """
+    try:
+        sass = compiled.inspect_sass()
+    except Exception as exc:  # nvdisasm not on PATH, or an older numba-cuda
+        return {"unavailable": f"{type(exc).__name__}: {str(exc)[:80]}"}
+    ops: dict = {}
+    for line in sass.splitlines():
+        m = _MEM_OP.match(line)
+        if m:
+            key = ("@P " if m.group(1) else "") + m.group(2)
+            ops[key] = ops.get(key, 0) + 1
+    return ops
 
 
 # --------------------------------------------------------------------------------------------------
@@ -286,6 +311,8 @@ def build_report(out: pathlib.Path, dry_run: bool) -> dict:
             e = next((x for x in gside["launches"] if x["name"] == t["name"]), None)
             if e and e.get("error"):
                 rec["gpu_error"] = e["error"]
+            if e and e.get("sass_memory_ops") is not None:
+                rec["sass_memory_ops"] = e["sass_memory_ops"]
         tr = rec["tracer"]
         if tr and rec["ncu"]:
             rec["equal"] = {k: tr[k] == rec["ncu"][k] for k in TOTAL_KEYS}
@@ -360,6 +387,12 @@ def markdown(report) -> str:
     tail = [""]
     if s["differ"]:
         tail.append("Differ: " + ", ".join(s["differ"]))
+        tail.append("")
+        tail.append("Memory instructions in the SASS of the differing cases (static counts):")
+        for r in report["cases"]:
+            if r.get("all_equal") is False and r.get("sass_memory_ops"):
+                ops = ", ".join(f"{k} x{v}" for k, v in sorted(r["sass_memory_ops"].items()))
+                tail.append(f"- {r['name']}: {ops}")
     if s["tracer_vs_hand_mismatch"]:
         tail.append("Tracer differs from the hand-derived counts: " + ", ".join(s["tracer_vs_hand_mismatch"]))
     for prob in s["problems"]:
