@@ -402,23 +402,28 @@ def dump_code():
                 continue
             try:
                 lib = over._codelibrary
-                (sass_dir / f"{name}.ptx").write_text(lib.get_asm_str(cc=cc))
-                cubin = lib.get_cubin(cc=cc)
-                (sass_dir / f"{name}.cubin").write_bytes(cubin)
                 info.update(registers=int(over.regs_per_thread), local_bytes=int(over.local_mem_per_thread),
                             shared_bytes=int(over.shared_mem_per_block), signature=str(sig))
+                (sass_dir / f"{name}.ptx").write_text(lib.get_asm_str(cc=cc))
+                cubin = lib.get_cubin(cc=cc)
+                # numba-cuda 0.30.4 returns a cuda.core ObjectCode here (its own inspect_sass trips on it)
+                data = cubin if isinstance(cubin, (bytes, bytearray)) else getattr(cubin, "code", None)
+                if not isinstance(data, (bytes, bytearray)):
+                    raise TypeError(f"cubin of type {type(cubin).__name__}, no bytes in it")
+                path = sass_dir / f"{name}.cubin"
+                path.write_bytes(bytes(data))
                 text = None
-                try:
-                    text = over.inspect_sass()
-                except Exception as e:
-                    info["inspect_sass"] = f"{type(e).__name__}: {e}"[:200]
-                    if cuobjdump:
-                        r = subprocess.run([cuobjdump, "-sass", str(sass_dir / f"{name}.cubin")],
-                                           capture_output=True, text=True, timeout=60)
-                        text = r.stdout if r.returncode == 0 and "/*0000*/" in r.stdout else None
+                for tool, args in ((nvdisasm, [str(path)]), (cuobjdump, ["-sass", str(path)])):
+                    if tool and text is None:
+                        r = subprocess.run([tool] + args, capture_output=True, text=True, timeout=60)
+                        text = r.stdout if r.returncode == 0 and re.search(r"/\*[0-9a-f]{4}\*/", r.stdout) else None
+                        if text is None:
+                            info[f"{os.path.basename(tool)}_error"] = (r.stderr or r.stdout)[-300:]
                 if text:
                     (sass_dir / f"{name}.sass").write_text(text)
                     info.update(summarise_sass(text))
+                else:
+                    info["sass"] = "no disassembler found (nvdisasm, cuobjdump); the cubin is saved"
             except Exception as e:
                 info["error"] = f"{type(e).__name__}: {e}"[:300]
             break
