@@ -263,7 +263,8 @@ def run_children(args, out: pathlib.Path) -> tuple:
     gpu_log = None
     if not args.dry_run:
         metrics = ",".join(list(METRICS.values()) + list(EXTRA_METRICS.values()))
-        cmd = [args.ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", metrics,
+        cmd = [args.ncu, "--clock-control", "none", "--target-processes", "application-only", "--csv",
+               "--print-units", "base", "--metrics", metrics,
                "--log-file", str(out / "ncu.csv"), sys.executable, me, "--role", "gpu"] + common
         try:
             gpu_log = subprocess.run(cmd, env=dict(env, COURSE_BACKEND=args.gpu_backend), cwd=ROOT, capture_output=True,
