@@ -8,7 +8,7 @@ engine (``COURSE_BACKEND=cpu``), and inside ``course.engine.stock_simulator()`` 
 through numba's simulator as shipped.  Every run starts from fresh copies of the same arguments; the
 outputs of both paths must equal each other bit for bit and equal the NumPy reference.  The engine
 is timed ``--reps`` times after one warm-up launch (median); the stock simulator ``--stock-reps``
-times (median; default 1, since it takes seconds per launch).
+times (median of 3 by default; it takes seconds per launch).
 
 These are CPU wall times of two CPU implementations, measured on this machine: they say how long a
 learner waits, nothing about GPU speed.
@@ -20,9 +20,10 @@ in the block manager, two block barriers per shuffle).  That is valid for these 
 every live thread of the block takes part in each shuffle.  Their ratios are reported, and left out
 of a second geometric mean.
 
-Then cProfile runs the engine on three representative kernels and the script records where the time
-goes, by function and by layer (kernel code, array indexing, scheduler, warp and barrier resolution,
-NumPy).  Results: ``data/engine_benchmark.json``; the table is printed last.
+Then cProfile runs the engine on three representative kernels (no barrier; a shared tile with a
+barrier; warp shuffles) and on the two kernels with the lowest ratio, and the script records where the
+time goes, by function and by layer (kernel code, element access, shared/local allocation, barriers and
+collectives, scheduling, numba objects, NumPy).  Results: ``data/engine_benchmark.json``; the table is printed last.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import course.engine  # noqa: E402
 from course.kernels.engine_suite import SUITE  # noqa: E402
 
 OUT = ROOT / "data" / "engine_benchmark.json"
-PROFILED = ("copy_f32", "transpose_padded", "reduce_shfl_down")
+PROFILED = ("copy_f32", "transpose_padded", "reduce_shfl_down")  # no barrier; barrier + shared tile; warp shuffles
 
 
 # --------------------------------------------------------------------------------------------------
@@ -164,25 +165,43 @@ def bench_one(entry, reps, stock_reps, seed):
 # Profile: where the engine's time goes
 
 
+_ACCESS = {"_get", "_set", "_atomic", "_view", "_wrap", "__getattr__", "shape", "size", "ndim", "dtype", "strides",
+           "__len__", "__iter__", "__array__", "_atomic_target", "add", "sub", "and_", "or_", "xor", "inc", "dec",
+           "exch", "max", "min", "cas", "view_method"}
+_ALLOC = {"array", "_as_dtype", "_poison", "_alloc", "_instr_offset", "_assigned_name", "array_like", "reset"}
+_SYNC = {"_block", "_resolve_warps", "_compute_collective", "syncthreads", "syncthreads_count", "syncthreads_and",
+         "syncthreads_or", "syncwarp", "activemask"}
+LAYERS = {
+    "kernel": "kernel code (the kernel's own Python lines)",
+    "access": "engine: array element access and atomics (KernelArray)",
+    "alloc": "engine: cuda.shared/local.array calls (allocation, dtype conversion)",
+    "sync": "engine: barriers and warp collectives",
+    "sched": "engine: thread scheduling (greenlet switches, run queue, thread state)",
+    "numba": "numba objects called by the kernel or the engine (float32(...), as_dtype)",
+    "numpy": "NumPy and builtins",
+    "other": "other",
+}
+
+
 def _layer(filename, funcname, kernel_files):
-    """Which part of the work a profiled function belongs to."""
+    """Which part of the work a profiled function belongs to (a key of LAYERS)."""
     f = filename.replace("\\", "/")
     if f in kernel_files:
-        return "kernel code (the kernel's own Python lines)"
+        return "kernel"
     if f.endswith("course/engine.py"):
-        if funcname in ("_get", "_set", "_atomic", "_view", "_wrap", "__getattr__") or funcname.startswith("<lambda>"):
-            return "engine: array indexing and atomics (KernelArray)"
-        if funcname in ("_resolve_warps", "_compute_collective", "_block") or funcname.endswith("_sync") or funcname in (
-            "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "activemask"
-        ):
-            return "engine: barriers and warp collectives"
-        if funcname in ("grid", "gridsize", "array"):
-            return "engine: cuda.grid / shared arrays"
-        return "engine: scheduler (greenlet switches, run queue)"
-    if "greenlet" in f or funcname.startswith("<method 'switch' of 'greenlet"):
-        return "engine: scheduler (greenlet switches, run queue)"
-    if "numpy" in f or funcname.startswith("<method") or funcname.startswith("<built-in"):
-        return "NumPy and builtins (element reads/writes, scalar arithmetic)"
+        if funcname in _ACCESS or funcname.startswith("<lambda>"):
+            return "access"
+        if funcname in _ALLOC:
+            return "alloc"
+        if funcname in _SYNC or funcname.endswith("_sync"):
+            return "sync"
+        return "sched"
+    if "greenlet" in funcname or "greenlet" in f:
+        return "sched"
+    if "/numba/" in f or "/numba_cuda/" in f or "importlib" in f:
+        return "numba"
+    if "numpy" in f or f == "~" or funcname.startswith(("<method", "<built-in")):
+        return "numpy"
     return "other"
 
 
@@ -207,7 +226,7 @@ def profile_one(entry, seed):
         total_tt += tt
         name = f"{os.path.basename(filename)}:{line}({func})" if line else func
         rows.append({"function": name, "calls": nc, "tottime_s": round(tt, 4), "cumtime_s": round(ct, 4)})
-        layer = _layer(filename, func, kernel_files)
+        layer = LAYERS[_layer(filename, func, kernel_files)]
         layers[layer] = layers.get(layer, 0.0) + tt
     rows.sort(key=lambda r: -r["tottime_s"])
     return {
@@ -258,7 +277,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", nargs="+", help="suite kernels to run (default: all)")
     p.add_argument("--reps", type=int, default=3, help="timed engine launches per kernel (median)")
-    p.add_argument("--stock-reps", type=int, default=1, help="timed stock-simulator launches per kernel (median)")
+    p.add_argument("--stock-reps", type=int, default=3, help="timed stock-simulator launches per kernel (median)")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--no-profile", action="store_true")
     p.add_argument("--out", type=pathlib.Path, default=OUT)
@@ -277,7 +296,10 @@ def main(argv=None):
         records.append(rec)
         print(f"  {n:24s} engine {rec['engine_ms']:9.1f} ms   stock {rec['stock_ms']:9.1f} ms   ×{rec['ratio']:6.1f}"
               f"   identical={rec['identical']} numpy={rec['engine_matches_numpy']}", flush=True)
-    profiles = [] if a.no_profile else [profile_one(SUITE[n], a.seed) for n in PROFILED if n in SUITE]
+    to_profile = [n for n in PROFILED if n in names]
+    worst = sorted(records, key=lambda r: r["ratio"])[:2]  # and the kernels where the engine gains least
+    to_profile += [r["kernel"] for r in worst if r["kernel"] not in to_profile]
+    profiles = [] if a.no_profile else [profile_one(SUITE[n], a.seed) for n in to_profile]
     facts["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     ratios = [r["ratio"] for r in records]
     plain = [r["ratio"] for r in records if not r["stock_shim"]]
@@ -318,7 +340,8 @@ def main(argv=None):
     if profiles:
         print("\nwhere the engine's time goes (cProfile, own time per layer):")
         for prof in profiles:
-            shares = ", ".join(f"{k.split(' (')[0]} {v['share']:.0%}" for k, v in prof["by_layer"].items() if v["share"] >= 0.03)
+            shares = ", ".join(f"{k.split(' (')[0].removeprefix('engine: ')} {v['share']:.0%}"
+                               for k, v in prof["by_layer"].items() if v["share"] >= 0.05)
             print(f"  {prof['kernel']:20s} {prof['profiled_s']:6.2f} s profiled: {shares}")
     print(f"\nCPU wall time, engine vs numba's stock simulator (same process; not GPU timing) -> {a.out.relative_to(ROOT) if a.out.is_relative_to(ROOT) else a.out}")
     print(f"{'kernel':24s} {'threads':>7s} {'engine ms':>10s} {'stock ms':>10s} {'ratio':>7s} {'cpu ratio':>9s}  same  numpy")

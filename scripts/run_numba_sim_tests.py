@@ -97,7 +97,7 @@ class _Recorder:
     def pytest_collectreport(self, report):
         if report.failed:
             self._write({
-                "test": f"{self.module}::<collection>", "outcome": "error", "phase": "collect",
+                "test": f"{_short_module(self.module)}::<collection>", "outcome": "error", "phase": "collect",
                 "seconds": 0.0, "message": _short(report),
             })
 
@@ -189,17 +189,49 @@ def _done_modules(raw):
     return done
 
 
+SITECUSTOMIZE = """\
+# Written by scripts/run_numba_sim_tests.py: some numba-cuda tests run their kernels in a fresh
+# `python -c ...` subprocess; importing course here makes those use the backend under test too.
+import os
+if os.environ.get("COURSE_NUMBA_TESTS_BACKEND"):
+    import course  # noqa: F401
+"""
+
+
+def _site_dir(raw_dir):
+    site = raw_dir / "site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return site
+
+
+def engine_version():
+    """The last commit that touched course/engine.py, '+dirty' when the working copy differs from it."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("log", "-1", "--format=%h", "--", "course/engine.py") or "unknown"
+    dirty = git("status", "--porcelain", "--", "course/engine.py")
+    return commit + ("+dirty" if dirty else "")
+
+
 def run_backend(backend, modules, timeout, module_budget, raw_dir):
     """Run every module on one backend (resuming where a previous run stopped)."""
     raw = raw_dir / f"{backend}.jsonl"
     done = _done_modules(raw)
+    site = _site_dir(raw_dir)
+    engine = engine_version()
     for i, module in enumerate(modules, 1):
         if module in done:
             continue
         t0 = time.time()
         cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", module,
                "--backend", backend, "--record", str(raw), "--timeout", str(timeout)]
-        env = dict(os.environ, COURSE_BACKEND=backend, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+        env = dict(os.environ, COURSE_BACKEND=backend, NUMBA_ENABLE_CUDASIM="1", COURSE_NUMBA_TESTS_BACKEND=backend,
+                   PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
         status = "ok"
         try:
             proc = subprocess.run(cmd, env=env, cwd=raw_dir, capture_output=True, text=True, timeout=module_budget)
@@ -209,20 +241,35 @@ def run_backend(backend, modules, timeout, module_budget, raw_dir):
             rc, status, tail = None, "module budget exceeded", ""
         secs = time.time() - t0
         # pytest exit codes: 0 all passed, 1 some failed, 5 none collected; anything else is a crash
-        if rc not in (0, 1, 5):
+        if rc not in (0, 1, 2, 5):  # 2: collection errors, recorded by the plugin
             status = status if rc is None else f"child exited with {rc}"
             with open(raw, "a") as fh:
                 fh.write(json.dumps({"test": f"{_short_module(module)}::<module>", "outcome": "error",
                                      "phase": "runner", "seconds": round(secs, 2), "backend": backend,
                                      "message": f"{status}: {tail}"}) + "\n")
         with open(raw, "a") as fh:
-            fh.write(json.dumps({"module_done": True, "module": module, "seconds": round(secs, 2), "rc": rc}) + "\n")
+            fh.write(json.dumps({"module_done": True, "module": module, "seconds": round(secs, 2), "rc": rc,
+                                 "engine": engine}) + "\n")
         print(f"[{backend}] {i:3d}/{len(modules)} {module:55s} rc={rc} {secs:7.1f} s", flush=True)
 
 
 def _short_module(module):
     parts = module.split(".")
     return f"{parts[-2]}.{parts[-1]}"
+
+
+def _forget(raw, modules):
+    """Drop the raw records of ``modules`` so that they run again."""
+    prefixes = tuple(_short_module(m) + "::" for m in modules)
+    keep = []
+    for line in raw.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("module_done") and rec["module"] in modules:
+            continue
+        if "test" in rec and rec["test"].startswith(prefixes):
+            continue
+        keep.append(line)
+    raw.write_text("".join(k + "\n" for k in keep))
 
 
 def load_raw(raw_dir, backend):
@@ -234,7 +281,7 @@ def load_raw(raw_dir, backend):
     for line in raw.read_text().splitlines():
         rec = json.loads(line)
         if rec.get("module_done"):
-            modules[rec["module"]] = rec["seconds"]
+            modules[rec["module"]] = rec
         else:
             tests[rec["test"]] = rec
     return tests, modules
@@ -243,7 +290,34 @@ def load_raw(raw_dir, backend):
 # Why a test that passes on numba's simulator does not pass on the engine, decided by reading the
 # test and the engine's message.  Keys are test ids or module prefixes (longest match wins).
 # Categories: "engine bug", "intentional difference", "warp intrinsics now present", "test harness".
-CLASSIFIED: dict[str, tuple[str, str]] = {}
+BUG = "engine bug"
+INTENDED = "intentional difference"
+HARNESS = "test harness issue"
+CLASSIFIED: dict[str, tuple[str, str]] = {
+    "cudapy.test_array_alignment::TestCudasimUnsupportedAlignment": (
+        INTENDED, "the engine accepts alignment= on cuda.local/shared.array, as a GPU does; numba's simulator refuses "
+        "it ('not supported in cudasim') and the test checks for that refusal"),
+    "cudapy.test_errors::TestJitErrors": (
+        INTENDED, "same exception type as numba, but the engine's own message wording (e.g. 'blocks_per_grid (griddim) "
+        "must be an int or a tuple of 1 to 3 ints'); the test looks for numba's exact sentence"),
+    "cudapy.test_userexc::TestUserExc::test_user_exception": (
+        INTENDED, "the message names block and thread in the engine's words ('block (0, 0, 0), thread (0, 0, 0)'); "
+        "the test looks for the simulator's 'tid=[0, 0, 0] ctaid=[0, 0, 0]'"),
+    "cudapy.test_complex::TestAtomicOnComplexComponents": (
+        BUG, "atomics on arr.real / arr.imag refused (engine-bugs.md #1)"),
+    "cudapy.test_exception::TestException::test_zero_division_error_in_debug": (
+        BUG, "debug=True kernels did not raise on division by zero (engine-bugs.md #4)"),
+    "cudapy.test_exception": (BUG, "kernel exceptions lost their Python type (engine-bugs.md #2)"),
+    "cudapy.test_forall::TestForAll::test_forall_no_work": (BUG, "forall(0) raised instead of launching nothing (engine-bugs.md #3)"),
+    "cudapy.test_record_dtype": (BUG, "record (structured scalar) arguments arrive as 0-d arrays (engine-bugs.md #5)"),
+    "cudasim.test_cudasim_issues::TestCudaSimIssues::test_record_access": (
+        BUG, "record (structured scalar) arguments arrive as 0-d arrays (engine-bugs.md #5)"),
+    "cudapy.test_retrieve_autoconverted_arrays": (BUG, "cuda.In/Out/InOut arguments not unwrapped (engine-bugs.md #6)"),
+    "cudapy.test_sm::TestSharedMemory::test_shared_recarray": (
+        BUG, "a record element read from one array cannot be stored into another (engine-bugs.md #7)"),
+    "cudapy.test_recursion::TestSelfRecursion::test_inner_explicit_sig": (
+        BUG, "a self-recursive device function defined in a closure sent the engine's global swapper into endless recursion"),
+}
 
 # Messages that identify an intentional difference without reading the test.
 AUTO_RULES = [
@@ -304,7 +378,12 @@ def report(raw_dir, out, modules_run, timeout):
                 c["missing"] += 1
             else:
                 c[{"error": "errors"}.get(r["outcome"], r["outcome"])] += 1
-        c["seconds"] = round(sum((stock_mods if backend == "numba-sim" else eng_mods).values()), 1)
+        mods = stock_mods if backend == "numba-sim" else eng_mods
+        c["seconds"] = round(sum(m["seconds"] for m in mods.values()), 1)
+        engines = {}
+        for m, rec in mods.items():
+            engines.setdefault(rec.get("engine", "unknown"), []).append(_short_module(m))
+        c["engine_commits"] = {k: (len(v) if len(v) > 5 else v) for k, v in engines.items()}
         counts[backend] = c
     per_test, regressions, improvements = [], [], []
     for n in names:
@@ -356,6 +435,7 @@ def main(argv=None):
     p.add_argument("--raw-dir", type=pathlib.Path, default=RAW_DIR)
     p.add_argument("--out", type=pathlib.Path, default=OUT)
     p.add_argument("--fresh", action="store_true", help="forget earlier raw records of the chosen backends")
+    p.add_argument("--redo", action="store_true", help="run the chosen --modules again (their old records are replaced)")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
@@ -377,6 +457,8 @@ def main(argv=None):
             raw = a.raw_dir / f"{backend}.jsonl"
             if a.fresh and raw.exists():
                 raw.unlink()
+            if a.redo and raw.exists():
+                _forget(raw, {m for m in modules})
             run_backend(backend, modules, a.timeout, a.module_budget, a.raw_dir)
     report(a.raw_dir, a.out, [_short_module(m) for m in modules], a.timeout)
     return 0
