@@ -261,17 +261,24 @@ STALL_FALLBACK = ["barrier", "long_scoreboard", "short_scoreboard", "mio_throttl
                   "membar", "branch_resolving", "drain", "imc_miss", "tex_throttle", "sleeping", "misc"]
 
 
-def stall_metrics(ncu):
-    """Warp-stall metric names this ncu knows (``--query-metrics``), else the usual list; and where they came from."""
+def query_metrics(ncu):
+    """Base metric names this ncu knows on this GPU (``ncu --query-metrics``); empty when the query fails."""
     try:
         r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
-        names = sorted(set(re.findall(r"^(smsp__average_warps_issue_stalled_\w+?_per_issue_active)\b",
-                                      r.stdout, flags=re.M)))
-        if names:
-            return [f"{n}.ratio" for n in names], "ncu --query-metrics"
+        return set(re.findall(r"^([a-z0-9]+__[a-z0-9_]+)\s", r.stdout, flags=re.M))
     except Exception:
-        pass
+        return set()
+
+
+def stall_metrics(known):
+    """Warp-stall metric names this ncu knows, else the usual list; and where they came from."""
+    names = sorted(n for n in known if re.fullmatch(r"smsp__average_warps_issue_stalled_\w+_per_issue_active", n))
+    if names:
+        return [f"{n}.ratio" for n in names], "ncu --query-metrics"
     return [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALL_FALLBACK], "fallback list"
+
+
+MINIMAL = BASE_METRICS[:11] + ["sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 
 def _number(text):
@@ -311,20 +318,32 @@ def nsight_compute():
                               "run": bench.run_id(), "reason": "dry run" if not GPU else "ncu not found",
                               "dry_run": ARGS.dry_run or None})
         return
-    stalls, source = stall_metrics(ncu)
-    metrics = BASE_METRICS + stalls
+    known = query_metrics(ncu)
+    stalls, source = stall_metrics(known)
+    wanted = BASE_METRICS + stalls
+    # one unknown name makes ncu refuse the whole run: ask only for what this ncu lists
+    metrics = [x for x in wanted if not known or x.split(".")[0] in known]
+    dropped = [x for x in wanted if x not in metrics]
     csv_path = OUT / "profile_ncu.csv"
-    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "details", "--print-units", "base",
-           "--metrics", ",".join(metrics), "--log-file", str(csv_path),
-           sys.executable, ME, "--out", str(OUT), "--target", "case", "--size", str(ARGS.size)]
-    log(f"ncu: {len(metrics)} metrics ({len(stalls)} stall reasons from {source}) on {len(CASE)} kernels at {ARGS.size}^3")
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
-    (OUT / "profile_ncu.log").write_text(" ".join(cmd) + "\n\n" + res.stdout[-20000:] + "\n" + res.stderr[-20000:])
-    if res.returncode != 0 and "print-units" in (res.stderr + res.stdout):
-        cmd.remove("--print-units")
-        cmd.remove("base")
+
+    def profile(names):
+        cmd = [ncu, "--clock-control", "none", "--csv", "--page", "details", "--metrics", ",".join(names),
+               "--log-file", str(csv_path), sys.executable, ME, "--out", str(OUT), "--target", "case",
+               "--size", str(ARGS.size)]
+        if csv_path.exists():
+            csv_path.unlink()
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
-    launches = parse_ncu_csv(csv_path.read_text()) if csv_path.exists() else []
+        with open(OUT / "profile_ncu.log", "a") as f:
+            f.write(" ".join(cmd) + "\n\n" + res.stdout[-20000:] + "\n" + res.stderr[-20000:] + "\n\n")
+        return cmd, res, (parse_ncu_csv(csv_path.read_text()) if csv_path.exists() else [])
+
+    log(f"ncu: {len(metrics)} metrics ({len(stalls)} stall reasons from {source}; {len(dropped)} unknown here, "
+        f"left out) on {len(CASE)} kernels at {ARGS.size}^3")
+    cmd, res, launches = profile(metrics)
+    if not launches:
+        log(f"ncu gave nothing (rc {res.returncode}); again with the {len(MINIMAL)} basic metrics")
+        metrics = MINIMAL
+        cmd, res, launches = profile(metrics)
     if len(launches) != len(CASE):
         log(f"ncu returned {len(launches)} launches for {len(CASE)} kernels (rc {res.returncode}); see profile_ncu.log")
     for name, launch in zip(CASE, launches):
@@ -333,11 +352,12 @@ def nsight_compute():
         unit = launch["units"].get("gpu__time_duration.sum", "")
         ms = None
         if isinstance(dur_ns, (int, float)):
-            ms = dur_ns / {"ns": 1e6, "nsecond": 1e6, "us": 1e3, "usecond": 1e3, "ms": 1.0, "msecond": 1.0}.get(unit, 1e6)
+            ms = dur_ns / {"ns": 1e6, "nsecond": 1e6, "us": 1e3, "usecond": 1e3, "ms": 1.0, "msecond": 1.0,
+                           "s": 1e-3, "second": 1e-3}.get(unit, 1e6)
         rec = BENCH.record(f"ncu:{name}", [ms] if ms else None, size=(ARGS.size,) * 3, dtype="float32",
                            flops=MM.flops(ARGS.size, ARGS.size, ARGS.size), kernel=name, part="ncu",
                            ncu_kernel=launch["kernel"][:200], metrics=m, units=launch["units"],
-                           asked=metrics, stall_source=source, returned=sorted(m),
+                           asked=metrics, left_out_unknown=dropped, stall_source=source, returned=sorted(m),
                            missing=[x for x in metrics if x not in m], command=" ".join(cmd[:8]) + " ...",
                            note="ms from gpu__time_duration under ncu (one launch, clocks as found)")
         occ = m.get("sm__warps_active.avg.pct_of_peak_sustained_active")
