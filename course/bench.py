@@ -358,7 +358,8 @@ class Bench:
             rec.update(ms=None, reps=0)
             if bytes_moved is not None:
                 rec["gbps"] = None
-        rec.update(size=[int(s) for s in size], dtype=np.dtype(dtype).name)
+        # records that describe a kernel rather than data (occupancy tables) carry dtype "none"
+        rec.update(size=[int(s) for s in size], dtype="none" if dtype in (None, "none") else np.dtype(dtype).name)
         if bytes_moved is not None:
             rec["bytes"] = int(bytes_moved)
         for key in ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count",
