@@ -738,10 +738,28 @@ def _ncu_cases():
                   "load, which would show fewer shared load requests than this by-hand count",
              tags=("matmul",)),
     ]
+    # 128×16·16×128, one block of 8 warps, 2 steps of BK = 8.  Per step and warp: 4 loads of a (lanes walk
+    # 4 rows × 8 columns: 4 sectors) and 4 of b (32 consecutive floats: 4 sectors), the same number of
+    # shared stores, then 8 values of kk × (8 At + 8 Bs) shared loads.  regtile: the At store is 8-way and
+    # the Bs load 4-way, and a warp's c stores (2 rows × 16 columns 8 floats apart) touch 32 sectors;
+    # regtile_cf: every shared access one wavefront, c stores 2 rows × 64 bytes = 4 sectors.
+    warps, steps = 8, 2
+    common = {
+        "global_load_requests": warps * steps * 8, "global_load_sectors": warps * steps * 8 * 4,
+        "shared_store_requests": warps * steps * 8, "shared_load_requests": warps * steps * 8 * 16,
+        "global_store_requests": warps * 64,
+    }
+    expect = {
+        "regtile": dict(common, shared_store_wavefronts=warps * steps * (4 * 8 + 4 * 1),
+                        shared_load_wavefronts=warps * steps * 8 * (8 * 1 + 8 * 4), global_store_sectors=warps * 64 * 32),
+        "regtile_cf": dict(common, shared_store_wavefronts=warps * steps * 8, shared_load_wavefronts=warps * steps * 8 * 16,
+                           global_store_sectors=warps * 64 * 4),
+    }
     for name in ("regtile", "regtile_cf"):
         v = MATMUL_VERSIONS[name]
         cases.append(Case(f"matmul.{name}", v.kernel, v.griddim(128, 128), v.threads, operands(128, 16, 128),
-                          note=f"{name} 128x16 by 16x128 (one block, 2 tile steps): {v.idea}", tags=("matmul",)))
+                          expect=expect[name], note=f"{name} 128x16 by 16x128 (one block, 2 tile steps): {v.idea}",
+                          tags=("matmul",)))
     return cases
 
 
