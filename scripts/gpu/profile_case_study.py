@@ -332,7 +332,15 @@ def nsight_compute():
                "--size", str(ARGS.size)]
         if csv_path.exists():
             csv_path.unlink()
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+        left = DEADLINE - (time.time() - T0)
+        if left < 20:
+            raise TimeoutError(f"only {left:.0f} s left of the script's budget: ncu not started")
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+        except subprocess.TimeoutExpired as e:
+            res = subprocess.CompletedProcess(cmd, None, e.stdout or "", f"ncu stopped after {left:.0f} s (budget)")
+            if isinstance(res.stdout, bytes):
+                res.stdout = res.stdout.decode(errors="replace")
         with open(OUT / "profile_ncu.log", "a") as f:
             f.write(" ".join(cmd) + "\n\n" + res.stdout[-20000:] + "\n" + res.stderr[-20000:] + "\n\n")
         return cmd, res, (parse_ncu_csv(csv_path.read_text()) if csv_path.exists() else [])
@@ -340,7 +348,7 @@ def nsight_compute():
     log(f"ncu: {len(metrics)} metrics ({len(stalls)} stall reasons from {source}; {len(dropped)} unknown here, "
         f"left out) on {len(CASE)} kernels at {ARGS.size}^3")
     cmd, res, launches = profile(metrics)
-    if not launches:
+    if not launches and DEADLINE - (time.time() - T0) > 30:
         log(f"ncu gave nothing (rc {res.returncode}); again with the {len(MINIMAL)} basic metrics")
         metrics = MINIMAL
         cmd, res, launches = profile(metrics)
@@ -411,11 +419,12 @@ def sanitizer():
         cmd = [tool, *opts, sys.executable, ME, "--out", str(OUT), "--target", target]
         t = time.time()
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=45)
             text = res.stdout + "\n" + res.stderr
             rc = res.returncode
         except subprocess.TimeoutExpired as e:
-            text, rc = f"timed out after 60 s\n{e.stdout or ''}", None
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            text, rc = f"timed out after 45 s\n{out}", None
         (OUT / f"sanitizer_{name}.log").write_text(" ".join(cmd) + "\n\n" + text[-40000:])
         lines = [ln for ln in text.splitlines() if ln.startswith("=========")]
         counts = summary_counts(text)
@@ -458,9 +467,10 @@ def cpu_view():
     log(f"  tracer on tiled_missing_sync: {len(races)} racing line pairs; {int(MM.wrong_elements(c, a, b).sum())} wrong elements")
 
 
+DEADLINE = 140.0  # seconds after the start: the whole script must finish within about 150 s
 guarded("timing", timing)
+guarded("compute-sanitizer", sanitizer)  # before ncu: two short runs, certain to fit
 guarded("nsight compute", nsight_compute)
-guarded("compute-sanitizer", sanitizer)
 
 for name, msg in FAILED.items():
     BENCH.records.append({"benchmark": "profile_case_study", "variant": "failed", "part": name, "failed": msg,
