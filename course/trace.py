@@ -226,11 +226,11 @@ class _Recorder:
             return
         n = len(self.flat) // 5
         if n:
-            raw = np.array(self.flat, dtype=np.int64).reshape(n, 5)
+            raw = np.fromiter(self.flat, np.int64, 5 * n).reshape(n, 5)
             bi = np.repeat(np.arange(len(self.chunk)), [c[2] - c[1] for c in self.chunk])
             self._process(raw, bi)
         if self.lines_on and self.line_events:
-            ev = np.array(self.line_events, dtype=np.int64).reshape(-1, 2)
+            ev = np.fromiter(self.line_events, np.int64, len(self.line_events)).reshape(-1, 2)
             bi = np.repeat(np.arange(len(self.chunk)), [c[4] - c[3] for c in self.chunk])
             self._divergence(ev, bi)
         del self.flat[:]
@@ -295,11 +295,19 @@ class _Recorder:
             A = A + np.where(part == 2, size, 0)
             n = len(D)
         # sites: raw keys -> site ids (two raw keys may be one site, see _owner_table)
-        uk, inv = np.unique(K * 4 + part, return_inverse=True)
-        site = np.array([self._site_for(int(k)) for k in uk], dtype=np.int64)[inv]
+        key4 = K * 4 + part
+        top = int(key4.max())
+        if top < (1 << 22):  # the usual case: a lookup table instead of a sort
+            uk = np.nonzero(np.bincount(key4, minlength=top + 1))[0]
+            lut = np.zeros(top + 1, dtype=np.int64)
+            lut[uk] = [self._site_for(int(k)) for k in uk]
+            site = lut[key4]
+        else:
+            uk, inv = np.unique(key4, return_inverse=True)
+            site = np.array([self._site_for(int(k)) for k in uk], dtype=np.int64)[inv]
         us_, sc = np.unique(site, return_inverse=True)  # compact site numbers for packing keys
         gt = bi * self.nthreads + T  # thread, unique in the chunk
-        occ = _occurrence(_group_ids([gt, sc])[0])
+        occ = _occurrence(gt * (int(sc.max()) + 1) + sc)
         # warp-level instructions: the same (block, warp, site, occurrence, op, space)
         gi, G, first = _group_ids([occ, sc, _warp_of(gt, self.nthreads), op * 2 + shared], first=True)
         gsize, gsh, gop, gsite, gdi = size[first], shared[first], op[first], site[first], di[first]
@@ -419,7 +427,7 @@ class _Recorder:
         gts, Ls = gt[order], L[order]
         nxt = np.full(n, -1, dtype=np.int64)
         nxt[:-1] = np.where(gts[1:] == gts[:-1], Ls[1:], -1)
-        k = _occurrence(_group_ids([gts, Ls])[0])
+        k = _occurrence(gts * (int(Ls.max()) + 1) + Ls)
         wg = gts >> 5  # warps, unique in the chunk (nthreads is a multiple of 32 or warps end with blocks)
         if self.nthreads % 32:
             wg = (gts // self.nthreads) * ((self.nthreads + 31) // 32) + (gts % self.nthreads) // 32
@@ -539,8 +547,13 @@ def _global_cost(gi, addr, size, G):
         gi = gi[rep]
     else:
         sec = lo
-    _, _, firsts = _group_ids([gi, sec - sec.min()], first=True)
-    return np.bincount(gi[firsts], minlength=G)
+    sec = sec - sec.min()
+    w = max(int(sec.max()), 1).bit_length()
+    if w + max(G, 1).bit_length() > 62:  # pragma: no cover - sectors spread over 2**40 bytes
+        _, _, firsts = _group_ids([gi, sec], first=True)
+        return np.bincount(gi[firsts], minlength=G)
+    u = np.unique((gi << w) | sec)  # distinct (instruction, sector) pairs
+    return np.bincount(u >> w, minlength=G)
 
 
 def _shared_cost(gi, addr, size, lane, G):
@@ -557,12 +570,13 @@ def _shared_cost(gi, addr, size, lane, G):
     else:
         word = wlo
         gp = gi * nph + phase
-    _, _, firsts = _group_ids([gp, word - word.min()], first=True)  # distinct words per (instruction, phase)
-    gp_u, bank_u = gp[firsts], word[firsts] & (analysis.BANKS - 1)
-    bid, B, bf = _group_ids([gp_u, bank_u], first=True)  # words per bank
-    cnt = np.bincount(bid, minlength=B)
+    base = int(word.min()) & ~(analysis.BANKS - 1)  # keeps word % 32 = bank
+    word = word - base
+    w = max(int(word.max()), 1).bit_length()
+    u = np.unique((gp << w) | word)  # distinct words per (instruction, phase)
+    u2, cnt = np.unique(((u >> w) << 5) | (u & (analysis.BANKS - 1)), return_counts=True)  # words per bank
     mx = np.zeros(G * nph, dtype=np.int64)
-    np.maximum.at(mx, gp_u[bf], cnt)
+    np.maximum.at(mx, u2 >> 5, cnt)
     mx = mx.reshape(G, nph)
     return mx.sum(axis=1), (mx > 0).sum(axis=1)
 
@@ -611,7 +625,11 @@ def _make_array_class(rec: _Recorder):
             return None
         d = rec.desc_of(arr)
         o = arr.base_addr + (arr.a.ctypes.data - arr.root.ctypes.data)
-        return (d << 2, o, arr.a.strides, arr.space == "shared")
+        st = arr.a.strides
+        # last: may a full index read the element straight from NumPy (a plain dtype, 1 or 2 dimensions)?
+        plain = arr.a.dtype.fields is None and arr.a.ndim in (1, 2)
+        return (d << 2, o, st, arr.space == "shared", st[0] if st else 0, st[1] if len(st) > 1 else 0,
+                arr.a.ndim if plain else 0)
 
     def far(frame):
         # the innermost kernel or device-function frame; device functions carry their call sites
@@ -631,13 +649,14 @@ def _make_array_class(rec: _Recorder):
         return rec.far_key(code, tuple(callers), frame.f_lasti)
 
     def record(arr, tr, idx, op, frame):
-        d, o, strides, shared = tr
+        d, o, strides, shared = tr[:4]
         addr = o + idx * strides[0] if idx.__class__ is int else _offset(o, idx, strides)
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ts = cur[0]._ts
         extend((d + op, key, ts.tid, addr, ts.warp_syncs if shared else 0))
 
     base = _engine.KernelArray
+    get = base._get
 
     class TracedArray(base):
         """A kernel array that reports each element access to the tracer."""
@@ -645,23 +664,36 @@ def _make_array_class(rec: _Recorder):
         __slots__ = ("_tr",)
 
         def __getitem__(self, idx):
-            v = self._get(idx)
-            if v.__class__ is TracedArray:
-                return v  # a row view or slice: its elements are recorded when they are accessed
             try:
                 tr = self._tr
             except AttributeError:
                 tr = self._tr = init(self)
             if tr is None:
-                return v
+                return get(self, idx)
             # the body of record(), inlined: this runs for every load
-            d, addr, strides, shared = tr
-            if idx.__class__ is int:
-                addr += idx * strides[0]
-            elif idx.__class__ is tuple and len(idx) == 2 and idx[0].__class__ is int and idx[1].__class__ is int:
-                addr += idx[0] * strides[0] + idx[1] * strides[1]
-            else:  # other tuples, NumPy integers (which must not overflow in int32 arithmetic)
-                addr = _offset(addr, idx, strides)
+            d, addr, strides, shared, s0, s1, fast = tr
+            c = idx.__class__
+            if c is int and fast == 1 and idx >= 0:
+                try:  # the engine's checks, for the commonest case; anything unusual goes through them
+                    v = self.a[idx]
+                except IndexError:
+                    return get(self, idx)
+                addr += idx * s0
+            elif c is tuple and fast == 2 and len(idx) == 2 and idx[0].__class__ is int and idx[1].__class__ is int \
+                    and idx[0] >= 0 and idx[1] >= 0:
+                try:
+                    v = self.a[idx]
+                except IndexError:
+                    return get(self, idx)
+                addr += idx[0] * s0 + idx[1] * s1
+            else:
+                v = get(self, idx)
+                if v.__class__ is TracedArray:
+                    return v  # a row view or slice: its elements are recorded when they are accessed
+                if c is int:
+                    addr += idx * s0
+                else:  # tuples, NumPy integers (which must not overflow in int32 arithmetic)
+                    addr = _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
             extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
@@ -677,19 +709,18 @@ def _make_array_class(rec: _Recorder):
             if tr is None:
                 return
             a = self.a
+            d, addr, strides, shared, s0, s1, _fast = tr
             if idx.__class__ is tuple:
                 if len(idx) != a.ndim or slice in map(type, idx):
                     return _record_region(self, idx, getframe(1))
-                d, addr, strides, shared = tr
                 if len(idx) == 2 and idx[0].__class__ is int and idx[1].__class__ is int:
-                    addr += idx[0] * strides[0] + idx[1] * strides[1]
+                    addr += idx[0] * s0 + idx[1] * s1
                 else:
                     addr = _offset(addr, idx, strides)
             else:
                 if a.ndim != 1 or idx.__class__ is slice:
                     return _record_region(self, idx, getframe(1))
-                d, addr, strides, shared = tr
-                addr = addr + idx * strides[0] if idx.__class__ is int else _offset(addr, idx, strides)
+                addr = addr + idx * s0 if idx.__class__ is int else _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
             extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
@@ -780,13 +811,28 @@ class _Marker(ast.NodeTransformer):
             for h in node.handlers:
                 h.body = self.body(h.body)
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            node.body.insert(0, ast.Expr(self.mark(node.lineno)))  # the for line, once per iteration
+            # the for line runs once per iteration: count it with the body's first marker (same lanes)
+            # rather than with a marker of its own; a split at the loop's end shows at the body's last line
+            first = node.body[0]
+            line = _marker_line(first)
+            if line is not None and not isinstance(node.body[1] if len(node.body) > 1 else None, ast.While):
+                self.weights[line] += 1
+            else:
+                node.body.insert(0, ast.Expr(self.mark(node.lineno)))
         if isinstance(node, ast.While):
             node.test = ast.BoolOp(op=ast.Or(), values=[self.mark(node.lineno), node.test])
         return node
 
 
 _INSTRUMENTED: dict = {}  # id(original code) -> (original code, instrumented code or None, weights)
+
+
+def _marker_line(node):
+    """The line a marker statement made by _Marker records, or None for any other statement."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+            and node.value.func.id == _LN:
+        return node.value.args[0].elts[1].value
+    return None
 
 
 def _instrument(fn):
