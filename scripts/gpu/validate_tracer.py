@@ -153,6 +153,8 @@ def tracer_side(args) -> None:
 
 
 def gpu_side(args) -> None:
+    import numpy as np
+
     import course  # noqa: F401
     from course import bench
     from numba import cuda, typeof
@@ -163,7 +165,7 @@ def gpu_side(args) -> None:
         entry = {"module": mod, "name": c.name, "kernel": kernel_name(c.kernel), "launched": False}
         try:
             host = c.args(0)
-            dev = tuple(cuda.to_device(a) if hasattr(a, "dtype") and getattr(a, "ndim", 0) > 0 else a for a in host)
+            dev = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim > 0 else a for a in host)
             sig = tuple(typeof(a) for a in dev)
             compile_now = getattr(c.kernel, "compile", None)  # numba's simulator has none
             if compile_now is not None:
