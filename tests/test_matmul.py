@@ -69,6 +69,9 @@ SMALL = {  # the registry's factories with 16-thread blocks: the same code, chea
     "double_buffer": lambda: mm.fast_version("t", "", BM=16, BN=16, BK=4, TM=4, TN=4, double_buffer=True),
     "unrolled": lambda: mm.fast_version("t", "", BM=16, BN=16, BK=8, TM=4, TN=4, double_buffer=True, unroll=4),
     "partial_loads": lambda: mm.fast_version("t", "", BM=16, BN=32, BK=4, TM=4, TN=8, double_buffer=True, unroll=2),
+    # 16×8 threads in 4 warps of 4×8: the warp arrangement the sweep tries
+    "warp_rows": lambda: mm.fast_version("t", "", BM=32, BN=64, BK=4, TM=4, TN=4, double_buffer=True, unroll=2,
+                                         warp_rows=4),
 }
 
 

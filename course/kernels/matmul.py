@@ -33,8 +33,8 @@ Versions, in teaching order (each line: the idea; chapter 09 traces and measures
                       its one-step device function twice.
 
 ``MATMUL_VERSIONS`` holds them in that order.  Versions 4–8 come from factories (``regtile_kernel``,
-``fast_kernel``) that ``scripts/gpu/bench_matmul.py`` also calls with other block tiles and outputs per
-thread (``sweep_candidates``).  ``reference`` is NumPy's product in float64; ``error_bound`` is the
+``fast_kernel``) that ``scripts/gpu/bench_matmul.py`` also calls with other block tiles, k-steps, outputs
+per thread, unrolling, register caps and warp arrangements (``sweep_candidates``).  ``reference`` is NumPy's product in float64; ``error_bound`` is the
 rounding error float32 arithmetic may make, derived from first principles, so a check never depends
 on the kernel under test.  ``NCU_CASES`` are small launches of versions 1–5 that
 ``scripts/gpu/validate_tracer.py`` counts on the H200.
@@ -394,14 +394,17 @@ def guarded4(x, r, c, rows, cols):
     return x0, x1, x2, x3
 
 
-def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, unroll=1, min_blocks=0):
+def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, unroll=1, min_blocks=0, warp_rows=0):
     """Register tiling with 16-byte loads and stores, optionally two shared stages (double buffering).
 
     The kernel takes ``(a, b, c, vec)``: ``vec`` = 1 when 16-byte accesses are legal (K and N multiples
     of 4, arrays 16-byte aligned: :func:`vec_ok`).  Whole tiles then take the 16-byte path; edge tiles
     and ``vec`` = 0 take guarded 4-byte loads, so every shape is right.  ``unroll`` (1, 2 or 4) writes
     that many steps of k out per loop turn; ``min_blocks`` > 0 asks the compiler (launch bounds) to fit
-    that many blocks per SM, capping registers per thread (GPU only).
+    that many blocks per SM, capping registers per thread (GPU only).  ``warp_rows`` = 4 arranges each
+    warp's 32 threads as 4 rows × 8 columns of the thread grid instead of whole rows (0): a warp then
+    reads 4 distinct 16-byte slots of ``At`` and 8 of ``Bs`` per step instead of 2 and 16, fewer bytes
+    of shared memory per multiply-add.
     """
     TX = BN // TN
     TY = BM // TM
@@ -416,7 +419,9 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
     NQ = BN // 4
     STAGES = 2 if double_buffer else 1
     AW = BM + pad
-    if TM % 4 or TN % 4 or BK % 4 or BM % TM or BN % TN or BN % 4 or unroll not in (1, 2, 4):
+    WX = TX // 8  # warps along a row of the thread grid when warp_rows = 4
+    if (TM % 4 or TN % 4 or BK % 4 or BM % TM or BN % TN or BN % 4 or unroll not in (1, 2, 4)
+            or warp_rows not in (0, 4) or (warp_rows and (TX % 8 or TY % 4))):
         raise ValueError(f"fast_kernel: tile {BM}x{BN}x{BK} with {TM}x{TN} per thread does not divide into float4 loads.")
 
     @_helper
@@ -498,8 +503,12 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
         pa = cuda.local.array((A_LOADS, 4), float32)  # a tile on its way from global to shared memory
         pb = cuda.local.array((B_LOADS, 4), float32)
         tid = cuda.threadIdx.x
-        tx = tid % TX
-        ty = tid // TX
+        if warp_rows:  # lane l of warp w: column 8·(w mod WX) + l mod 8, row 4·(w div WX) + l div 8
+            tx = (tid // 32) % WX * 8 + tid % 8
+            ty = (tid // 32) // WX * 4 + (tid % 32) // 8
+        else:
+            tx = tid % TX
+            ty = tid // TX
         m, k_total = a.shape
         n = b.shape[1]
         row0 = cuda.blockIdx.y * BM
@@ -541,7 +550,7 @@ def fast_kernel(BM=128, BN=128, BK=8, TM=8, TN=8, pad=4, double_buffer=False, un
                             c[row, col + q] = acc[i, 4 * g + q]
 
     fast.config = dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, pad=pad, double_buffer=double_buffer, unroll=unroll,
-                       min_blocks=min_blocks, threads=THREADS)
+                       min_blocks=min_blocks, warp_rows=warp_rows, threads=THREADS)
     return fast
 
 
@@ -643,23 +652,28 @@ MATMUL_VERSIONS = {
 def sweep_candidates() -> list:
     """Other block tiles, k-steps, outputs per thread and unrolling of the fast versions, for the benchmark's sweep."""
     configs = [
-        # (BM, BN, BK, TM, TN, double_buffer, unroll, min_blocks)
-        (128, 128, 8, 8, 8, False, 2, 0),
-        (128, 128, 16, 8, 8, False, 2, 0),
-        (128, 128, 16, 8, 8, True, 2, 0),  # about 160 registers (capped at 128 it spills): one block per SM
-        (128, 128, 8, 8, 8, True, 4, 0),  # about 165 registers: one block of 256 threads per SM
-        (128, 128, 8, 8, 8, True, 4, 2),  # the same capped at 128 registers (no spills): two blocks per SM
-        (128, 64, 8, 8, 4, True, 2, 0),
-        (64, 128, 8, 4, 8, True, 2, 0),
-        (64, 64, 16, 4, 4, True, 4, 0),
+        # (BM, BN, BK, TM, TN, double_buffer, unroll, min_blocks, warp_rows)
+        (128, 128, 8, 8, 8, False, 2, 0, 0),
+        (128, 128, 16, 8, 8, False, 2, 0, 0),
+        (128, 128, 16, 8, 8, True, 2, 0, 0),  # about 160 registers (capped at 128 it spills): one block per SM
+        (128, 128, 8, 8, 8, True, 4, 0, 0),  # about 165 registers: one block of 256 threads per SM
+        (128, 128, 8, 8, 8, True, 4, 2, 0),  # the same capped at 128 registers (no spills): two blocks per SM
+        (128, 128, 8, 8, 8, True, 2, 0, 4),  # warps of 4×8 threads: fewer shared bytes per multiply-add
+        (128, 128, 8, 8, 8, True, 4, 2, 4),
+        (128, 128, 16, 8, 8, False, 2, 0, 4),
+        (128, 64, 8, 8, 4, True, 2, 0, 0),
+        (64, 128, 8, 4, 8, True, 2, 0, 0),
+        (64, 64, 16, 4, 4, True, 4, 0, 0),
     ]
     out = []
-    for bm, bn, bk, tm, tn, db, un, mb in configs:
-        name = f"{'db' if db else 'vec'}_{bm}x{bn}x{bk}_{tm}x{tn}_u{un}" + (f"_lb{mb}" if mb else "")
+    for bm, bn, bk, tm, tn, db, un, mb, wr in configs:
+        name = (f"{'db' if db else 'vec'}_{bm}x{bn}x{bk}_{tm}x{tn}_u{un}" + (f"_lb{mb}" if mb else "")
+                + (f"_w{wr}x8" if wr else ""))
         idea = (f"{'double-buffered ' if db else ''}{bm}x{bn} block tile, BK={bk}, {tm}x{tn} outputs per thread, "
-                f"k unrolled by {un}" + (f", at least {mb} blocks per SM" if mb else ""))
+                f"k unrolled by {un}" + (f", at least {mb} blocks per SM" if mb else "")
+                + (f", warps of {wr}x8 threads" if wr else ""))
         out.append(fast_version(name, idea, BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, double_buffer=db, unroll=un,
-                                min_blocks=mb))
+                                min_blocks=mb, warp_rows=wr))
     return out
 
 
