@@ -125,7 +125,24 @@ def pcie_link():
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+def engines():
+    """Copy engines and concurrency the device reports (numba device attributes), or the error."""
+    out = {}
+    if not GPU:
+        return out
+    dev = cuda.get_current_device()
+    for name in ("ASYNC_ENGINE_COUNT", "CONCURRENT_KERNELS", "CAN_MAP_HOST_MEMORY", "UNIFIED_ADDRESSING"):
+        try:
+            out[name] = int(getattr(dev, name))
+        except Exception as e:
+            out[name] = f"{type(e).__name__}: {e}"[:120]
+    return out
+
+
 LINK = pcie_link() if GPU else {}
+ENGINES = engines()
+if ENGINES:
+    log(f"device: {ENGINES}")
 if LINK:
     log(f"PCIe link as nvidia-smi reports it: {LINK}")
 
@@ -281,7 +298,7 @@ def streams():
                 events.append({"chunk": ci, "stream": ci % k, "op": op, "start_ms": a, "end_ms": b})
         total_ms = cuda.event_elapsed_time(start, stop)
         check_busy(h_in, h_out, iters)
-        BENCH.record("timeline", [total_ms], size=(n * 4,), dtype="float32", bytes_moved=total, streams=k,
+        BENCH.record("timeline", [total_ms], size=(n * 4,), dtype="float32", bytes_moved=total, streams=k, engines=ENGINES,
                      chunks=PIPE_CHUNKS, iters=iters, events=events, serial_ms=serial_rec.get("ms"),
                      note="events recorded on each stream before and after each operation; an interval is "
                           "when the stream reached the first event until the operation completed, so it "
