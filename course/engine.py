@@ -761,6 +761,7 @@ class _Swapper:
         self.module = module
         self.launch = launch
         self.saved = []  # (globals dict, name, original value)
+        self.cells = []  # (closure cell, original value)
         self.seen = set()
         self.cuda = _cuda_module()
 
@@ -776,10 +777,15 @@ class _Swapper:
         if fn.__closure__:
             for cell in fn.__closure__:
                 try:
-                    inner = _device_py_func(cell.cell_contents)
-                except ValueError:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
                     continue
+                inner = _device_py_func(value)
                 if inner is not None:
+                    # a device function captured by a closure (kernel factories): on the GPU backend it is a
+                    # compiled dispatcher that Python cannot call, so the cell holds its Python code meanwhile
+                    self.cells.append((cell, value))
+                    cell.cell_contents = inner
                     self.add(inner)
         if id(g) in self.seen:
             return
@@ -799,6 +805,9 @@ class _Swapper:
         for g, name, value in reversed(self.saved):
             g[name] = value
         self.saved.clear()
+        for cell, value in reversed(self.cells):
+            cell.cell_contents = value
+        self.cells.clear()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -593,3 +593,27 @@ def test_debug_kernels_stop_on_division_by_zero():
     with pytest.raises(FloatingPointError):
         divide[1, 1](r, np.zeros(1), np.ones(1))
     assert r.tolist() == [0.0, 0.0]
+
+
+def _scaling_kernel(k):
+    @cuda.jit(device=True)
+    def scale(v):
+        return v * k
+
+    @cuda.jit
+    def kern(a):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            a[i] = scale(a[i])
+
+    return kern, scale
+
+
+def test_engine_runs_kernels_whose_device_functions_sit_in_a_closure():
+    # engine.launch runs on the CPU on every backend; in the GPU lane `scale` is a compiled dispatcher
+    kern, scale = _scaling_kernel(3)
+    a = np.arange(10.0)
+    engine.launch(kern, 1, 32, (a,))
+    np.testing.assert_array_equal(a, np.arange(10.0) * 3)
+    cells = [c.cell_contents for c in kern.py_func.__closure__]
+    assert scale in cells, "the closure is restored after the launch"
