@@ -222,9 +222,9 @@ def timing():
         dev = cuda.get_current_device()
         sms = dev.MULTIPROCESSOR_COUNT
         peak = sms * 128 * 2 * clock * 1e6 / 1e12  # cc 9.0: 128 FP32 lanes per SM, an FMA is 2 flops
-        BENCH.record("ceiling:fp32_peak_datasheet", [1.0], size=(1,), dtype="float32", part="ceiling",
+        BENCH.record("ceiling:fp32_peak_datasheet", None, size=(1,), dtype="float32", part="ceiling",
                      tflops_peak=peak, sm_count=sms, clock_mhz=clock,
-                     note="SMs x 128 FP32 lanes x 2 flops x max SM clock (nvidia-smi); ms is a placeholder")
+                     note="computed, not timed: SMs x 128 FP32 lanes x 2 flops x max SM clock (nvidia-smi)")
         log(f"  FP32 peak from the clock limit: {peak:.1f} TFLOP/s ({sms} SMs at {clock:.0f} MHz)")
 
 
@@ -428,16 +428,14 @@ def sanitizer():
         (OUT / f"sanitizer_{name}.log").write_text(" ".join(cmd) + "\n\n" + text[-40000:])
         lines = [ln for ln in text.splitlines() if ln.startswith("=========")]
         counts = summary_counts(text)
-        BENCH.records.append({
-            "benchmark": "profile_case_study", "variant": f"sanitizer:{name}", "ms": None, "part": "sanitizer",
-            "tool": name, "target": target, "N": size, "TILE": MM.TILE, "returncode": rc,
-            "seconds": time.time() - t, "counts": counts, "report_head": lines[:60], "command": " ".join(cmd),
-            "run": bench.run_id(), "date": BENCH._prov["date"], "device": BENCH._prov.get("device"),
-            "driver": BENCH._prov.get("driver"), "numba_cuda": BENCH._prov.get("numba_cuda"),
-            "planted": "seed 002's kernel, grid rounded up at N not a multiple of TILE: reads and writes past "
-                       "the arrays" if target == "seed_oob" else
-                       "tiled matmul without the syncthreads() after the shared loads",
-        })
+        BENCH.record(
+            f"sanitizer:{name}", None, size=(size, size, size), dtype="float32", part="sanitizer",
+            tool=name, target=target, N=size, TILE=MM.TILE, returncode=rc,
+            seconds=time.time() - t, counts=counts, report_head=lines[:60], command=" ".join(cmd),
+            planted="seed 002's kernel, grid rounded up at N not a multiple of TILE: reads and writes past "
+                    "the arrays" if target == "seed_oob" else
+                    "tiled matmul without the syncthreads() after the shared loads",
+        )
         log(f"  {name} on {target}: {counts} (rc {rc})")
 
 
@@ -451,19 +449,17 @@ def cpu_view():
         found = "no error raised"
     except KernelError as e:
         found = str(e)
-    BENCH.records.append({"benchmark": "profile_case_study", "variant": "engine:seed_oob", "ms": None,
-                          "part": "sanitizer", "run": bench.run_id(), "dry_run": ARGS.dry_run or None,
-                          "message": found[:2000]})
+    BENCH.record("engine:seed_oob", None, size=(SEED_BUG_N,) * 3, dtype="float32", part="sanitizer",
+                 executed_on="the course's CPU engine (on the GPU host), not the GPU", message=found[:2000])
     log(f"  engine on seed_oob: {found.splitlines()[0][:200]}")
     n = RACE_N
     a, b = MM.random_operands(n, n, n, RNG)
     c = np.zeros((n, n), np.float32)
     report = trace(MM.tiled_missing_sync, (n // MM.TILE, n // MM.TILE), (MM.TILE, MM.TILE), a, b, c, lines=False)
     races = report.races()
-    BENCH.records.append({"benchmark": "profile_case_study", "variant": "engine:missing_sync_races", "ms": None,
-                          "part": "sanitizer", "run": bench.run_id(), "dry_run": ARGS.dry_run or None,
-                          "races": [str(r) for r in races[:10]], "count": len(races),
-                          "wrong": int(MM.wrong_elements(c, a, b).sum())})
+    BENCH.record("engine:missing_sync_races", None, size=(n, n, n), dtype="float32", part="sanitizer",
+                 executed_on="the course's tracer on the CPU (on the GPU host), not the GPU",
+                 races=[str(r) for r in races[:10]], count=len(races), wrong=int(MM.wrong_elements(c, a, b).sum()))
     log(f"  tracer on tiled_missing_sync: {len(races)} racing line pairs; {int(MM.wrong_elements(c, a, b).sum())} wrong elements")
 
 
