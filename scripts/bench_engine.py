@@ -264,8 +264,48 @@ def machine_facts():
         "numpy": md.version("numpy"),
         "greenlet": md.version("greenlet"),
         "backend": course.BACKEND,
+        "engine_commit": _engine_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _engine_version():
+    """The last commit that touched course/engine.py, '+dirty' when the working copy differs from it."""
+    import subprocess
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    commit = git("log", "-1", "--format=%h", "--", "course/engine.py") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "course/engine.py") else "")
+
+
+def compact(doc):
+    """A run in a few lines: when, where, how loaded, the summary and each kernel's ratio."""
+    m = doc.get("machine", {})
+    return {
+        "date": m.get("date"),
+        "engine_commit": m.get("engine_commit", "unknown"),
+        "load_average_1_5_15": m.get("load_average_1_5_15"),
+        "method": doc.get("method"),
+        "summary": doc.get("summary"),
+        "ratios": {r["kernel"]: r["ratio"] for r in doc.get("kernels", [])},
+        "cpu_ratios": {r["kernel"]: r.get("cpu_ratio") for r in doc.get("kernels", [])},
+    }
+
+
+def previous_runs(path):
+    """Earlier full runs recorded in ``path`` (kept so that run-to-run variation stays visible)."""
+    try:
+        old = json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError):
+        return []
+    if old.get("summary", {}).get("kernels") != len(SUITE):  # a partial run (--only) is not history
+        return old.get("history", [])
+    return old.get("history", []) + [compact(old)]
 
 
 def _geomean(xs):
@@ -334,6 +374,7 @@ def main(argv=None):
         "kernels": records,
         "profile": profiles,
     }
+    doc["history"] = previous_runs(a.out)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
 
