@@ -23,7 +23,11 @@ def _check(entry, args, expected):
     for pos, want in zip(entry.outputs, expected):
         got = np.asarray(args[pos])
         assert got.shape == want.shape and got.dtype == want.dtype, (entry.name, got.shape, want.shape)
-        np.testing.assert_array_equal(got, want, err_msg=f"{entry.name}: output argument {pos}")
+        if course.on_gpu() and not entry.exact_on_gpu:
+            # the GPU may contract a*x + y into one FMA: one rounding instead of NumPy's two
+            np.testing.assert_allclose(got, want, rtol=4e-7, atol=1e-6, err_msg=f"{entry.name}: output argument {pos}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{entry.name}: output argument {pos}")
 
 
 def test_suite_is_large_enough_and_each_launch_has_about_8192_threads():

@@ -400,6 +400,7 @@ class SuiteKernel:
     outputs: tuple  # positions of the arguments the kernel writes
     odd_shapes: tuple = ()  # awkward problem shapes the tests also run
     warp_ops: tuple = field(default_factory=tuple)  # warp intrinsics used (numba's simulator lacks them)
+    exact_on_gpu: bool = True  # False where the GPU may fuse a*b+c into one FMA (one rounding, not two)
 
     def args(self, rng, shape=None):
         """Fresh arguments for ``shape`` (default: the suite shape)."""
@@ -521,7 +522,7 @@ SUITE: dict[str, SuiteKernel] = {
         SuiteKernel(
             "saxpy", saxpy, (N,),
             lambda rng, s: (np.float32(rng.standard_normal()), _f32(rng, s), _f32(rng, s)),
-            _config_1d(), lambda a, x, y: (a * x + y,), (2,),
+            _config_1d(), lambda a, x, y: (a * x + y,), (2,), exact_on_gpu=False,
         ),
         SuiteKernel(
             "scale_partial_warp", scale_partial_warp, (N,),
