@@ -425,6 +425,9 @@ class EngineCUDAModule:
     def activemask(self):
         return self._block("activemask")
 
+    def lanemask_lt(self):
+        return np.uint32((1 << self._ts.lane) - 1)
+
     def shfl_sync(self, mask, value, src_lane, width=32):
         return self._block("shfl", value, mask, (src_lane, width))
 
@@ -926,8 +929,35 @@ def _prepare_args(fn, args, launch, module):
     return out, writebacks
 
 
+_gpu_dispatch_patched = False
+
+
+def _patch_gpu_dispatcher():
+    """On the GPU backend, let a device function reached any way (``module.fn(...)``) run as Python in a launch."""
+    global _gpu_dispatch_patched
+    if _gpu_dispatch_patched:
+        return
+    try:
+        from numba.cuda.dispatcher import CUDADispatcher
+    except ImportError:  # pragma: no cover
+        return
+    original = CUDADispatcher.__call__
+
+    def call(self, *args, **kwargs):
+        lau = _launch_state()
+        if lau is not None and self.targetoptions.get("device"):
+            lau.swapper.add(self.py_func)
+            return self.py_func(*args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    CUDADispatcher.__call__ = call
+    _gpu_dispatch_patched = True
+
+
 def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=None, time_limit=None):
     """Run one kernel launch on the CPU engine (whatever the backend); arrays in ``args`` are updated in place."""
+    if type(kernel).__name__ == "CUDADispatcher":
+        _patch_gpu_dispatcher()
     if _launch_state() is not None:
         raise KernelError("a kernel cannot launch another kernel on the CPU engine (no dynamic parallelism)")
     fn = _kernel_py_func(kernel)
@@ -1127,7 +1157,7 @@ def _resolve_warps(lau, waiting, states):
             for t in lanes:
                 mask |= 1 << t.lane
             for t in lanes:
-                t.result = mask
+                t.result = np.uint32(mask)
         else:
             mask = lanes[0].mask & FULL_MASK
             here = {t.lane for t in lanes}
@@ -1140,6 +1170,10 @@ def _resolve_warps(lau, waiting, states):
             t.wait = None
         resumed.extend(lanes)
     return resumed
+
+
+def _i32(bits):
+    return np.uint32(bits).view(np.int32)
 
 
 def _compute_collective(kind, lanes, mask, warp_states):
@@ -1173,32 +1207,34 @@ def _compute_collective(kind, lanes, mask, warp_states):
             t.result = source.value
         return
     preds = [t.value for t in lanes]
+    # result types as numba-cuda types them on the GPU: ballot and match masks are int32 bit patterns,
+    # votes are booleans, activemask is uint32
     if kind == "ballot":
         bits = 0
         for t in lanes:
             if t.value:
                 bits |= 1 << t.lane
-        res = bits
+        res = _i32(bits)
     elif kind == "all":
-        res = int(all(preds))
+        res = all(preds)
     elif kind == "any":
-        res = int(any(preds))
+        res = any(preds)
     elif kind == "eq":
-        res = int(all(p == preds[0] for p in preds))
+        res = all(p == preds[0] for p in preds)
     elif kind == "match_any":
         for t in lanes:
             bits = 0
             for u in lanes:
                 if u.value == t.value:
                     bits |= 1 << u.lane
-            t.result = bits
+            t.result = _i32(bits)
         return
     elif kind == "match_all":
         same = all(p == preds[0] for p in preds)
         bits = 0
         for t in lanes:
             bits |= 1 << t.lane
-        res = (bits if same else 0, int(same))
+        res = (_i32(bits if same else 0), same)
     else:  # pragma: no cover - every kind above is produced by EngineCUDAModule
         raise AssertionError(kind)
     for t in lanes:
