@@ -40,6 +40,14 @@ WAVEFRONT_BYTES = BANKS * BANK_BYTES  # 128: what one pass through the banks can
 #: quarter warps (lanes 0-7, 8-15, ...).  THE place to change if the hardware says otherwise.
 SHARED_PHASE_LANES = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
 
+#: Access sizes whose phases the hardware serves together in ONE wavefront when that is possible:
+#: the phases together ask for at most 128 bytes of distinct words (counted per phase) and no bank
+#: needs two different words. Measured on the H200 (data/tracer_validation.json, 2026-11-29): an
+#: 8-byte broadcast (every lane reads one double) and pairs of lanes sharing a double (s[t // 2])
+#: take 1 wavefront, not the 2 that half-warp phases give; s[t % 16] (each half reads the same 128
+#: bytes) still takes 2. No 16-byte case has shown it, so 16-byte phases are not merged.
+MERGED_PHASES = {8}
+
 Addrs = Sequence[Optional[int]]
 
 
@@ -86,6 +94,20 @@ def phases(n_lanes: int, size: int) -> list[range]:
     return [range(lo, min(lo + step, n_lanes)) for lo in range(0, n_lanes, step)]
 
 
+def _merged(addrs: Addrs, size: int) -> bool:
+    """True when the hardware serves all phases of this access in a single wavefront (see MERGED_PHASES)."""
+    if size not in MERGED_PHASES:
+        return False
+    distinct_bytes = 0
+    union: dict[int, set[int]] = defaultdict(set)
+    for lanes in phases(len(addrs), size):
+        words = {w for lane in lanes if addrs[lane] is not None for w in words_of(addrs[lane], size)}
+        distinct_bytes += BANK_BYTES * len(words)
+        for w in words:
+            union[w % BANKS].add(w)
+    return distinct_bytes <= WAVEFRONT_BYTES and all(len(ws) == 1 for ws in union.values())
+
+
 def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
     """Per lane: the bank it uses and the wavefront (0, 1, ...) that serves it; None if inactive.
 
@@ -96,6 +118,8 @@ def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
     """
     _check(addrs, size)
     out: list[Optional[LanePass]] = [None] * len(addrs)
+    if _merged(addrs, size):
+        return [None if a is None else LanePass(bank_of(a), 0) for a in addrs]
     base = 0
     for lanes in phases(len(addrs), size):
         rank: dict[int, int] = {}  # word -> its pass inside this phase
@@ -125,6 +149,8 @@ def shared_wavefronts(addrs: Addrs, size: int) -> int:
     With 4-byte accesses and one phase this is the textbook "n-way bank conflict" degree.
     """
     _check(addrs, size)
+    if _merged(addrs, size):
+        return 1 if any(a is not None for a in addrs) else 0
     total = 0
     for lanes in phases(len(addrs), size):
         per_bank: dict[int, set[int]] = defaultdict(set)
@@ -141,6 +167,8 @@ def shared_wavefronts(addrs: Addrs, size: int) -> int:
 def shared_ideal_wavefronts(addrs: Addrs, size: int) -> int:
     """Wavefronts the same instruction would need without bank conflicts (one per active phase)."""
     _check(addrs, size)
+    if _merged(addrs, size):
+        return 1 if any(a is not None for a in addrs) else 0
     return sum(1 for lanes in phases(len(addrs), size) if any(addrs[i] is not None for i in lanes))
 
 

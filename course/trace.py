@@ -578,7 +578,23 @@ def _shared_cost(gi, addr, size, lane, G):
     mx = np.zeros(G * nph, dtype=np.int64)
     np.maximum.at(mx, u2 >> 5, cnt)
     mx = mx.reshape(G, nph)
-    return mx.sum(axis=1), (mx > 0).sum(axis=1)
+    waves, ideal = mx.sum(axis=1), (mx > 0).sum(axis=1)
+    # analysis.MERGED_PHASES: all phases in one wavefront when their distinct words fit in 128 bytes
+    # and no bank needs two different words across the whole warp
+    isize = np.zeros(G, dtype=np.int64)
+    isize[gi] = size
+    cand = np.isin(isize, list(analysis.MERGED_PHASES))
+    if cand.any():
+        words_sum = np.bincount((u >> w) // nph, minlength=G)  # distinct words, counted per phase
+        g_of = gp // nph
+        uu = np.unique((g_of << w) | word)  # distinct words per instruction, phases together
+        ub, ucnt = np.unique(((uu >> w) << 5) | (uu & (analysis.BANKS - 1)), return_counts=True)
+        umax = np.zeros(G, dtype=np.int64)
+        np.maximum.at(umax, ub >> 5, ucnt)
+        merged = cand & (words_sum * analysis.BANK_BYTES <= analysis.WAVEFRONT_BYTES) & (umax <= 1) & (waves > 0)
+        waves = np.where(merged, 1, waves)
+        ideal = np.where(merged, 1, ideal)
+    return waves, ideal
 
 
 def _cost(space, addrs, size):

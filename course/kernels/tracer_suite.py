@@ -546,12 +546,14 @@ _add("shared_broadcast", shared_broadcast, 1, 64, lambda rng: (_zeros(64),),
 _F64_PATTERNS = {
     # 16 lanes x 8 bytes per half warp, all banks once: 1 per half warp
     "t": (lambda t: t, 2),
-    # every lane the same word pair: 1 per half warp (2 in all) under the half-warp rule
-    "0": (lambda t: 0 * t, 2),
+    # every lane the same word pair: the half-warp rule says 1 per half warp (2 in all), but the H200
+    # serves both halves in ONE wavefront (measured 2026-11-29; analysis.MERGED_PHASES)
+    "0": (lambda t: 0 * t, 1),
     # lanes l and l+16 read the same double: each half warp reads 128 contiguous bytes: 2 in all
     "t%16": (lambda t: t % 16, 2),
-    # pairs of lanes share a double: each half warp reads 64 bytes: 1 per half warp, 2 in all
-    "t//2": (lambda t: t // 2, 2),
+    # pairs of lanes share a double: each half warp reads 64 bytes in its own 16 banks; the halves
+    # together ask for 128 bytes with no bank needing two words: ONE wavefront on the H200 (measured)
+    "t//2": (lambda t: t // 2, 1),
     # stride 2 doubles: a half warp touches words 4l, 4l+1 (l = 0..15): banks 0,1,4,5,..,28,29 twice: 2 per
     # half warp, 4 in all
     "2t": (lambda t: 2 * t, 4),
@@ -564,7 +566,7 @@ for _label, (_fn, _wf) in _F64_PATTERNS.items():
     _add(f"shared_gather_f64[{_label}]", shared_gather_f64, 1, 64,
          lambda rng, i=_idx: (i.copy(), np.zeros(64)),
          counts(gl=(2, 8), gs=(2, 16), sl=(2, 2 * _wf), ss=(4, 8)),
-         note="8-byte shared accesses: the half-warp rule is an assumption the H200 run checks",
+         note="8-byte shared accesses: half warps, merged into one wavefront when they fit (H200-measured)",
          tags=("shared", "8-byte"))
 # shared_partial_warp, 40 threads: warps of 32 and 8 lanes.  Store s[t]: 1 wavefront each; load
 # s[39 - t]: distinct consecutive words, 1 each; out stores: warp 0 4 sectors, warp 1 bytes 128..159 = 1.
