@@ -1395,11 +1395,19 @@ class _Watchdog:
     def cancel(self):
         if self.timer is None:
             return
-        with self.lock:
-            self.active = False
-            self.timer.cancel()
-            if self.fired:  # delivered or still pending: make sure it cannot hit code after the launch
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread_id), None)
+        try:
+            with self.lock:
+                self.active = False
+                self.timer.cancel()
+            if self.fired:
+                # The exception was raised in the launch (the usual case) or is still pending: a few
+                # backward jumps let a pending one land here. Clearing it with SetAsyncExc(id, NULL)
+                # instead leaves CPython 3.11's eval breaker set for good, which hangs a later
+                # sys.settrace session (seen: the tracer's line fallback after a timed-out launch).
+                for _ in range(10000):
+                    pass
+        except _LaunchTimeout:
+            pass
 
 
 # --------------------------------------------------------------------------------------------------

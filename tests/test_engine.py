@@ -617,3 +617,27 @@ def test_engine_runs_kernels_whose_device_functions_sit_in_a_closure():
     np.testing.assert_array_equal(a, np.arange(10.0) * 3)
     cells = [c.cell_contents for c in kern.py_func.__closure__]
     assert scale in cells, "the closure is restored after the launch"
+
+
+@cpu_only
+@pytest.mark.timeout(60)
+def test_a_timed_out_launch_leaves_the_interpreter_healthy_for_tracing():
+    # regression: clearing the watchdog's exception with PyThreadState_SetAsyncExc(id, NULL) left
+    # CPython 3.11's eval breaker set, and the next launch under sys.settrace spun forever
+    import sys
+
+    @cuda.jit
+    def spin(out):
+        while out[0] == 0:
+            pass
+
+    with pytest.raises(engine.KernelError, match="time limit"):
+        engine.launch(spin, 1, 32, (np.zeros(1),), time_limit=0.3)
+    out = np.zeros(64)
+    old = sys.gettrace()
+    sys.settrace(lambda frame, event, arg: None)
+    try:
+        vadd[1, 64](np.ones(64), np.ones(64), out, 64)
+    finally:
+        sys.settrace(old)
+    assert (out == 2).all()
