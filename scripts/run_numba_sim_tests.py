@@ -4,6 +4,8 @@
     .venv/bin/python scripts/run_numba_sim_tests.py --backends cpu   # one backend
     .venv/bin/python scripts/run_numba_sim_tests.py --modules test_warp_ops test_sync
     .venv/bin/python scripts/run_numba_sim_tests.py --report-only    # rebuild the JSON from raw records
+    .venv/bin/python scripts/run_numba_sim_tests.py --backends --unskip test_warp_ops test_sync test_atomics
+        # only: those modules on the engine with numba's skip_on_cudasim marks removed
 
 The tests are the ones numba-cuda ships in ``numba/cuda/tests/cudapy`` and ``numba/cuda/tests/cudasim``.
 Each test module runs in its own child process (``--child``) with ``NUMBA_ENABLE_CUDASIM=1`` and
@@ -17,7 +19,13 @@ the classified differences goes to ``data/engine_numba_tests.json``.
 Two shims stand in for numba-cuda's test setup, which its wheel does not ship: the repository's
 ``conftest.py`` fixture ``initialize_from_pytest_config`` (it only reads one command-line option), and
 the ``filecheck`` package, which ``numba.cuda.testing`` imports but only FileCheck-based tests use —
-those check PTX/LLVM output and skip themselves on the simulator.
+those check PTX/LLVM output and skip themselves on the simulator.  A ``sitecustomize.py`` (written
+under the raw folder, put on ``PYTHONPATH``) imports ``course`` in every Python process the tests
+start, so tests that run a kernel in a fresh ``python -c`` (test_print) use the backend under test.
+
+``--unskip`` runs chosen modules once more on the engine with numba's ``skip_on_cudasim`` marks
+removed: those tests use what numba's simulator lacks (warp intrinsics above all), so they are
+reported apart, with the GPU-only ones (that inspect PTX/LLVM or expect compile-time errors) named.
 """
 
 from __future__ import annotations
@@ -148,7 +156,7 @@ def _skip_reason(report):
     return str(lr)[:300]
 
 
-def child(module, backend, record, timeout):
+def child(module, backend, record, timeout, unskip=False):
     """Run one test module under pytest in this process, on ``backend``."""
     os.environ["COURSE_BACKEND"] = backend
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
@@ -157,6 +165,11 @@ def child(module, backend, record, timeout):
 
     assert course.BACKEND == backend, course.BACKEND
     _install_filecheck_stub()
+    if unskip:
+        # run the tests numba-cuda marks skip_on_cudasim (e.g. warp intrinsics, which its simulator lacks)
+        import numba.cuda.testing as testing
+
+        testing.skip_on_cudasim = lambda reason: (lambda test: test)
     import pytest
 
     rec = _Recorder(record, module, backend)
@@ -218,18 +231,18 @@ def engine_version():
     return commit + ("+dirty" if dirty else "")
 
 
-def run_backend(backend, modules, timeout, module_budget, raw_dir):
+def run_backend(backend, modules, timeout, module_budget, raw_dir, unskip=False):
     """Run every module on one backend (resuming where a previous run stopped)."""
-    raw = raw_dir / f"{backend}.jsonl"
+    raw = raw_dir / (f"{backend}-unskipped.jsonl" if unskip else f"{backend}.jsonl")
     done = _done_modules(raw)
     site = _site_dir(raw_dir)
-    engine = engine_version()
     for i, module in enumerate(modules, 1):
         if module in done:
             continue
         t0 = time.time()
+        engine = engine_version()  # per module: the lead may commit while a pass runs
         cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", module,
-               "--backend", backend, "--record", str(raw), "--timeout", str(timeout)]
+               "--backend", backend, "--record", str(raw), "--timeout", str(timeout)] + (["--unskip"] if unskip else [])
         env = dict(os.environ, COURSE_BACKEND=backend, NUMBA_ENABLE_CUDASIM="1", COURSE_NUMBA_TESTS_BACKEND=backend,
                    PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]))
         status = "ok"
@@ -273,9 +286,13 @@ def _forget(raw, modules):
 
 
 def load_raw(raw_dir, backend):
-    """Per test: the record of one backend (last one wins), and per module: seconds."""
+    """Per test: the record of one backend (last one wins), and per module: its run record."""
+    return load_raw_file(raw_dir / f"{backend}.jsonl")
+
+
+def load_raw_file(raw):
+    """Per test: its record (last one wins), and per module: its run record."""
     tests, modules = {}, {}
-    raw = raw_dir / f"{backend}.jsonl"
     if not raw.exists():
         return tests, modules
     for line in raw.read_text().splitlines():
@@ -323,6 +340,24 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         BUG, "a record element read from one array cannot be stored into another (engine-bugs.md #7)"),
     "cudapy.test_recursion::TestSelfRecursion::test_inner_explicit_sig": (
         BUG, "a self-recursive device function reached through a closure sends the engine's swapper into endless recursion (engine-bugs.md #8)"),
+}
+
+# Tests run with skip_on_cudasim removed that cannot pass on any simulator, or fail for a known reason.
+GPU_ONLY = "GPU-only test"
+UNSKIPPED_CLASSIFIED: dict[str, tuple[str, str]] = {
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_shfl_sync_const_mode_val": (
+        GPU_ONLY, "inspects the generated LLVM IR (kernel.inspect_llvm)"),
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_shfl_sync_const_mode_val_sm100": (
+        GPU_ONLY, "compiles for sm_100 and inspects the generated code"),
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_vote_sync_const_mode_val_sm100": (
+        GPU_ONLY, "compiles for sm_100 and inspects the generated code"),
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_vote_sync_type_validation": (
+        GPU_ONLY, "expects numba's compile-time typing errors for explicit signatures (no simulator applies "
+        "signatures); on the way it stores a full ballot into int32, which raises on the engine (engine-bugs.md #10)"),
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_vote_sync_const_mode_val": (
+        GPU_ONLY, "inspects the generated LLVM IR (kernel.inspect_llvm); before engine a36fe8d its kernels also "
+        "failed on the engine (engine-bugs.md #10)"),
+    "cudapy.test_warp_ops::TestCudaWarpOperations::test_lanemask_lt": (BUG, "cuda.lanemask_lt() is missing (engine-bugs.md #9)"),
 }
 
 # Messages that identify an intentional difference without reading the test.
@@ -408,6 +443,24 @@ def report(raw_dir, out, modules_run, timeout):
     by_cat = {}
     for r in regressions:
         by_cat[r["category"]] = by_cat.get(r["category"], 0) + 1
+    unskipped, unskipped_mods = load_raw_file(raw_dir / "cpu-unskipped.jsonl")
+    extra = None
+    if unskipped:
+        c = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0}
+        for r in unskipped.values():
+            c[{"error": "errors"}.get(r["outcome"], r["outcome"])] += 1
+        extra = {
+            "what": ("tests numba-cuda marks skip_on_cudasim, run on the engine with that mark removed "
+                     "(their kernels use features numba's simulator lacks, such as warp intrinsics); "
+                     "numba's simulator cannot run them"),
+            "modules": sorted(_short_module(m) for m in unskipped_mods),
+            "engine_commits": sorted({m.get("engine", "unknown") for m in unskipped_mods.values()}),
+            "counts": c,
+            "tests": [{"test": n, "cpu": r["outcome"], "message": r.get("message", "")[:600],
+                       **(dict(zip(("category", "reason"), UNSKIPPED_CLASSIFIED.get(n, ("unclassified", "not reviewed"))))
+                          if r["outcome"] != "passed" else {})}
+                      for n, r in sorted(unskipped.items())],
+        }
     doc = {
         "what": ("numba-cuda's own simulator tests (numba/cuda/tests/cudapy and cudasim, NUMBA_ENABLE_CUDASIM=1) "
                  "run on numba's stock simulator (COURSE_BACKEND=numba-sim) and on the course's CPU engine "
@@ -421,6 +474,9 @@ def report(raw_dir, out, modules_run, timeout):
         "passed_on_cpu_not_on_numba_sim": {"count": len(improvements), "tests": improvements},
         "tests": per_test,
     }
+    if extra:
+        doc["engine_with_skip_on_cudasim_removed"] = extra
+        print(f"engine, skip_on_cudasim removed ({', '.join(extra['modules'])}): {extra['counts']}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{'backend':10s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'errors':>7s} {'missing':>8s} {'seconds':>9s}")
@@ -434,7 +490,7 @@ def report(raw_dir, out, modules_run, timeout):
 def main(argv=None):
     """Command line: run the children (or be one), then write the report."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    p.add_argument("--backends", nargs="*", default=list(BACKENDS), choices=BACKENDS)
     p.add_argument("--modules", nargs="+", help="module names (test_warp_ops or numba.cuda.tests.cudapy.test_warp_ops)")
     p.add_argument("--timeout", type=float, default=120, help="seconds per test (pytest-timeout)")
     p.add_argument("--module-budget", type=float, default=1800, help="seconds per module before its child is killed")
@@ -443,12 +499,15 @@ def main(argv=None):
     p.add_argument("--fresh", action="store_true", help="forget earlier raw records of the chosen backends")
     p.add_argument("--redo", action="store_true", help="run the chosen --modules again (their old records are replaced)")
     p.add_argument("--report-only", action="store_true")
+    p.add_argument("--unskip", nargs="*", metavar="MODULE",
+                   help="also run these modules on the engine with numba's skip_on_cudasim marks removed "
+                        "(default with no names: test_warp_ops)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
     p.add_argument("--record", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        return child(a.child, a.backend, a.record, a.timeout)
+        return child(a.child, a.backend, a.record, a.timeout, unskip=a.unskip is not None)
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     a.raw_dir.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT))
@@ -466,6 +525,13 @@ def main(argv=None):
             if a.redo and raw.exists():
                 _forget(raw, {m for m in modules})
             run_backend(backend, modules, a.timeout, a.module_budget, a.raw_dir)
+        if a.unskip is not None and not a.child:
+            wanted = set(a.unskip or ["test_warp_ops"])
+            unskip_modules = [m for m in all_modules if m.split(".")[-1] in wanted]
+            raw = a.raw_dir / "cpu-unskipped.jsonl"
+            if raw.exists():
+                _forget(raw, set(unskip_modules))
+            run_backend("cpu", unskip_modules, a.timeout, a.module_budget, a.raw_dir, unskip=True)
     report(a.raw_dir, a.out, [_short_module(m) for m in modules], a.timeout)
     return 0
 
