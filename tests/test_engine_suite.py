@@ -42,7 +42,7 @@ def test_suite_covers_the_kinds_the_issue_lists():
     sources = "\n".join(inspect.getsource(k.kernel.py_func if hasattr(k.kernel, "py_func") else k.kernel.fn)
                         for k in SUITE.values())
     for needle in ("shfl_down_sync", "shfl_xor_sync", "syncthreads_count", "cuda.atomic.add", "cuda.local.array",
-                   "cuda.shared.array(0", "TILE + 1", "tx ^ ty", "cuda.syncthreads()"):
+                   "cuda.shared.array(0", "TILE_PAD", "tx ^ ty", "cuda.syncthreads()"):
         assert needle in sources, needle
     assert {np.dtype(np.float64), np.dtype(np.uint8)} <= {
         np.asarray(SUITE[n].args(np.random.default_rng(0))[0]).dtype for n in ("copy_f64", "copy_u8")

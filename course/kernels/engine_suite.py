@@ -38,6 +38,11 @@ TILE = 32  # transpose tile
 MM_TILE = 16  # matmul tile
 MM_K = 24  # inner dimension of matmul: not a multiple of MM_TILE, so the last tile is partial
 RADIUS = 3  # stencil half-width
+# Shared-array shapes must be constants the GPU compiler sees: an expression inside the kernel
+# (TILE + 1, TPB // 32 …) runs on the CPU but fails to type for the GPU (tests/test_gpu_typing.py).
+TILE_PAD = TILE + 1
+WARPS_PER_BLOCK = TPB // 32
+HALO_WIDTH = TPB + 2 * RADIUS
 NBINS = 16
 SORT_W = 8  # elements each thread sorts in its local array
 
@@ -146,7 +151,7 @@ def transpose_tile(a, out):
 @cuda.jit
 def transpose_padded(a, out):
     """transpose_tile with a [32][33] tile: the extra column puts a column's words in 32 different banks."""
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PAD), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     row = cuda.blockIdx.y * TILE + ty
     col = cuda.blockIdx.x * TILE + tx
@@ -201,7 +206,7 @@ def matmul_tiled(a, b, c):
 @cuda.jit
 def stencil_1d(x, out):
     """out[i] = sum of x[i-3 .. i+3] (zero outside x), each block staging its slice plus a halo in shared memory."""
-    s = cuda.shared.array(TPB + 2 * RADIUS, float32)
+    s = cuda.shared.array(HALO_WIDTH, float32)
     tid = cuda.threadIdx.x
     i = cuda.grid(1)
     n = x.shape[0]
@@ -273,7 +278,7 @@ def reduce_sequential(x, out):
 @cuda.jit
 def reduce_shfl_down(x, out):
     """Per-block sum: each warp sums with shfl_down_sync, warp 0 sums the 8 warp totals the same way."""
-    warp_sums = cuda.shared.array(TPB // 32, float32)
+    warp_sums = cuda.shared.array(WARPS_PER_BLOCK, float32)
     tid = cuda.threadIdx.x
     lane = tid % 32
     warp = tid // 32
@@ -314,7 +319,7 @@ def warp_sum_shfl_xor(x, out):
 def count_positive(x, out):
     """out[block] = how many of the block's elements are > 0, counted by syncthreads_count."""
     i = cuda.grid(1)
-    positive = i < x.shape[0] and x[i] > 0
+    positive = 1 if i < x.shape[0] and x[i] > 0 else 0  # the predicate is an int32 on the GPU
     count = cuda.syncthreads_count(positive)
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = count
