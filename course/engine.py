@@ -35,6 +35,7 @@ import contextlib
 import contextvars
 import ctypes
 import dis
+import functools
 import math
 import os
 import sys
@@ -474,11 +475,11 @@ class EngineCUDAModule:
         return bin(int(val) & 0xFFFFFFFFFFFFFFFF).count("1")
 
     def brev(self, val):
-        bits = 64 if getattr(val, "itemsize", 4) == 8 else 32
+        bits = _int_bits(val)
         return type(val)(int(format(int(val) & ((1 << bits) - 1), f"0{bits}b")[::-1], 2))
 
     def clz(self, val):
-        bits = 64 if getattr(val, "itemsize", 4) == 8 else 32
+        bits = _int_bits(val)
         v = int(val) & ((1 << bits) - 1)
         return bits - v.bit_length()
 
@@ -510,13 +511,25 @@ class _UserIndexError(_UserError):
     kind = IndexError
 
 
+_dtype_cache: dict = {}
+
+
 def _as_dtype(dtype):
     try:
-        return np.dtype(dtype)
+        return _dtype_cache[dtype]
+    except (KeyError, TypeError):
+        pass
+    try:
+        result = np.dtype(dtype)
     except TypeError:
         from numba.cuda.np import numpy_support
 
-        return numpy_support.as_dtype(dtype)
+        result = numpy_support.as_dtype(dtype)
+    try:
+        _dtype_cache[dtype] = result
+    except TypeError:  # unhashable
+        pass
+    return result
 
 
 def _poison(data):
@@ -567,6 +580,8 @@ class KernelArray:
                 raise IndexError
             if value.__class__ is self.__class__ or isinstance(value, KernelArray):
                 value = value.a
+            elif value.__class__ is _Record:
+                value = value._v
             self.a[idx] = value
         except (IndexError, TypeError) as exc:
             raise _UserIndexError(self._index_message(idx, exc)) from None
@@ -952,6 +967,15 @@ def _prepare_args(fn, args, launch, module):
     for pos, arg in enumerate(args):
         name = names[pos] if pos < len(names) else f"arg{pos}"
         host = None
+        if type(arg).__name__ in ("In", "Out", "InOut") and hasattr(arg, "to_device"):
+            # cuda.In/Out/InOut: numba's own transfer rules (In copies in only, Out/InOut copy back)
+            retr = []
+            arg = arg.to_device(retr)
+            writebacks.append((None, retr))
+        if isinstance(arg, np.void):
+            # a record passed by value: fields by attribute (r.x) or key (r['x']), written through
+            out.append(_Record(arg))
+            continue
         if type(arg).__name__ == "FakeCUDAArray":
             host = arg._ary
         elif isinstance(arg, np.ndarray):
@@ -959,8 +983,6 @@ def _prepare_args(fn, args, launch, module):
         elif hasattr(arg, "copy_to_host") and hasattr(arg, "__cuda_array_interface__"):
             host = arg.copy_to_host()
             writebacks.append((arg, host))
-        elif isinstance(arg, np.void):
-            host = np.array(arg)
         elif isinstance(arg, (_SCALARS, tuple)):
             out.append(arg)
             continue
@@ -1069,7 +1091,11 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
         _state.launch = None
         _state.module = None
     for dev_arr, host in writebacks:
-        dev_arr.copy_to_device(host)
+        if dev_arr is None:  # numba's writeback functions of a cuda.In/Out/InOut argument
+            for wb in host:
+                wb()
+        else:
+            dev_arr.copy_to_device(host)
 
 
 _DONE = object()
@@ -1253,6 +1279,12 @@ def _resolve_warps(lau, waiting, states):
             t.wait = None
         resumed.extend(lanes)
     return resumed
+
+
+def _int_bits(val):
+    """Width of an integer for clz/brev: its NumPy size; a Python int counts as 32 bits, as in numba's
+    simulator (a kernel with an explicit int32 signature receives Python ints for int32 arguments)."""
+    return 8 * val.itemsize if hasattr(val, "itemsize") else 32
 
 
 def _i32(bits):
@@ -1528,6 +1560,10 @@ def _patched_call(self, *args):
             f"{self.fn.__name__}[blocks_per_grid, threads_per_block](...)"
         )
     grid, block = self.grid_dim, self.block_dim
+    if self.extensions:  # numba's argument extensions (prepare_args), applied as numba's simulator does
+        retr = []
+        args = tuple(functools.reduce(lambda tv, ext: ext.prepare_args(*tv, stream=0, retr=retr),
+                                      self.extensions, (None, a))[1] for a in args)
     return launch(self, grid, block, args, dynshared=self.dynshared_size)
 
 
