@@ -242,6 +242,10 @@ class _Local:
     def array(self, shape, dtype, alignment=None):
         data = np.empty(shape, dtype=_as_dtype(dtype))
         _poison(data)
+        if self._mod._launch.hooks is None:
+            # a thread's private array: a plain ndarray, as numba's simulator gives (fast; no tracer needs
+            # it). Its out-of-bounds indices still raise; negative ones wrap around as in NumPy.
+            return data
         return self._mod._wrap(data, "local", "local", 0, root=data)
 
 
@@ -548,11 +552,30 @@ class KernelArray:
 
     # ---- checked access, used by __getitem__/__setitem__ and atomics; subclasses hook around them
     def _get(self, idx):
+        c = idx.__class__
         try:
-            if idx.__class__ is int:
+            if c is int:
                 if idx < 0:
                     raise IndexError
-            elif idx.__class__ is tuple:
+            elif c is tuple:
+                if min(idx) < 0:  # TypeError when the tuple holds a slice: checked one by one below
+                    raise IndexError
+            elif idx < 0:
+                raise IndexError
+            v = self.a[idx]
+        except TypeError:
+            return self._get_slow(idx)
+        except IndexError as exc:
+            raise _UserIndexError(self._index_message(idx, exc)) from None
+        if v.__class__ is np.ndarray:
+            return self._view(v)
+        if v.__class__ is np.void:
+            return _Record(v)
+        return v
+
+    def _get_slow(self, idx):
+        try:
+            if idx.__class__ is tuple:
                 for i in idx:
                     if i.__class__ is not slice and i < 0:
                         raise IndexError
@@ -568,15 +591,20 @@ class KernelArray:
         return v
 
     def _set(self, idx, value):
+        c = idx.__class__
         try:
-            if idx.__class__ is int:
+            if c is int:
                 if idx < 0:
                     raise IndexError
-            elif idx.__class__ is tuple:
-                for i in idx:
-                    if i.__class__ is not slice and i < 0:
+            elif c is tuple:
+                try:
+                    if min(idx) < 0:
                         raise IndexError
-            elif idx.__class__ is not slice and idx < 0:
+                except TypeError:  # a slice in the tuple
+                    for i in idx:
+                        if i.__class__ is not slice and i < 0:
+                            raise IndexError from None
+            elif c is not slice and idx < 0:
                 raise IndexError
             if value.__class__ is self.__class__ or isinstance(value, KernelArray):
                 value = value.a
