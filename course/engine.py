@@ -962,7 +962,12 @@ def _dim_message(what, value):
     hint = ""
     if isinstance(value, float) or (isinstance(value, tuple) and any(isinstance(v, float) for v in value)):
         hint = " (a float: compute it with integer division, e.g. (n + threads_per_block - 1) // threads_per_block)"
-    return f"{what} must be an int or a tuple of 1 to 3 ints; got {value!r}{hint}"
+    # numba's own sentence first (its tests and users search for it), then the course's explanation
+    short = what.split("(")[-1].rstrip(")") if "(" in what else what
+    values = list(value) if isinstance(value, tuple) else [value]
+    numba_says = (f"{short} must be a sequence of 1, 2 or 3 integers, got {values}" if isinstance(value, tuple)
+                  and not 1 <= len(value) <= 3 else f"{short} must be a sequence of integers, got {values}")
+    return f"{numba_says}: {what} must be an int or a tuple of 1 to 3 ints{hint}"
 
 
 def _check_config(grid, block):
@@ -1584,7 +1589,7 @@ def _patched_call(self, *args):
         return _orig_call(self, *args)
     if self.grid_dim is None or self.block_dim is None:
         raise _error(ValueError,
-            f"kernel `{self.fn.__name__}` was called without a launch configuration; write "
+            f"launch configuration was not specified: kernel `{self.fn.__name__}` was called without one; write "
             f"{self.fn.__name__}[blocks_per_grid, threads_per_block](...)"
         )
     grid, block = self.grid_dim, self.block_dim
