@@ -853,6 +853,9 @@ def _never_blocks(lau, module) -> bool:
             continue
         if isinstance(value, _types.FunctionType) and value.__code__ in lau.user_codes:
             continue
+        if isinstance(value, _types.FunctionType) and value.__module__ == "course.trace" \
+                and not _BLOCKING_NAMES.intersection(value.__code__.co_names):
+            continue  # the tracer's own recording helpers, injected into an instrumented kernel
         if type(value).__module__.startswith("numba"):  # numba types (float32 …) used as dtypes
             continue
         return False
