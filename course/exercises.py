@@ -1066,6 +1066,305 @@ register(Exercise(
 ))
 
 
+# --------------------------------------------------------------------------------------------------
+# Chapters 06-10
+
+
+# 06 -- grid-stride loop: a fixed grid, smaller than the data
+
+
+GS_TPB = 128
+GS_BLOCKS = 2  # 256 threads in all, whatever n is: most inputs need several elements per thread
+GS_FACTOR = 0.5  # a power of two: x * factor is exact
+
+
+def _gs_input(rng, n, why):
+    x = _f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    return Input(f"n={n} ({why})", (GS_BLOCKS,), (GS_TPB,), (x, out, GS_FACTOR),
+                 {1: x * np.float32(GS_FACTOR)}, ("x", "out", "factor"))
+
+
+def _gs_inputs(rng):
+    grid = GS_BLOCKS * GS_TPB
+    return [
+        _gs_input(rng, 1, "one element"),
+        _gs_input(rng, 131, "prime, fewer elements than threads"),
+        _gs_input(rng, grid, "exactly one element per thread"),
+        _gs_input(rng, grid + 1, "one element more than threads"),
+        _gs_input(rng, 3 * grid + 7, "three passes and 7 elements"),
+        _gs_input(rng, _random_size(rng, 600, 1500), "random"),
+    ]
+
+
+def _transfers(name):
+    def get():
+        from course.kernels import transfers
+
+        return getattr(transfers, name)
+
+    return get
+
+
+register(Exercise(
+    name="06.scale_grid_stride",
+    title="A grid-stride loop: any n, a grid of the size you chose",
+    signature="scale_grid_stride(x, out, factor)",
+    task=("Write `scale_grid_stride(x, out, factor)`: out[i] = x[i] * factor for every i < x.shape[0]. "
+          f"The grid is sized for the GPU, not for the data (chapter 06: enough resident warps to hide "
+          f"latency, then stop): it is launched with threads_per_block = {GS_TPB} and blocks_per_grid = "
+          f"{GS_BLOCKS} whatever n is, so one thread must handle several elements when n is larger than the "
+          "grid. Keep each pass of the grid coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 "
+          "neighbouring elements."),
+    make_inputs=_gs_inputs,
+    make_trace_input=lambda rng: _gs_input(rng, 4 * GS_BLOCKS * GS_TPB, "four passes of the grid"),
+    properties=(
+        coalesced("load", hint="Each thread should step by the whole grid (cuda.gridsize(1)), not walk a "
+                               "contiguous run of its own: neighbouring lanes must touch neighbouring elements "
+                               "in every step."),
+        coalesced("store"),
+    ),
+    hint_wrong=("Elements past the first blocks_per_grid * threads_per_block were never written: after its first "
+                "element, a thread must go on to the next one that no other thread handles, until it passes "
+                "the end of the array."),
+    hint_oob="The loop must stop before x.shape[0]: test the index before every access, not only the first.",
+    stub_hint="start at this thread's global index and step by the total number of threads in the grid",
+    reference=_transfers("scale"),
+))
+
+
+# 07 -- a block reduction in shared memory
+
+
+RED_TPB = 256  # course.kernels.reduction.TREE_THREADS
+RED_PER_BLOCK = 4 * RED_TPB
+
+
+def _red_input(rng, n, why):
+    a = _f32(rng, n)
+    out = np.zeros(1, np.float32)  # the blocks add their partial sums into out[0]
+    want = np.array([a.astype(np.float64).sum()], np.float32)  # small integers: every sum is exact
+    return Input(f"n={n} ({why})", (_ceil(n, RED_PER_BLOCK),), (RED_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _red_inputs(rng):
+    return [
+        _red_input(rng, 1, "one element"),
+        _red_input(rng, 7, "prime, less than one thread's four"),
+        _red_input(rng, 1023, "one element short of one block"),
+        _red_input(rng, RED_PER_BLOCK + 3, "one block and 3 elements"),
+        _red_input(rng, _random_size(rng, 2100, 3500), "random"),
+    ]
+
+
+def few_warp_splits(max_per_warp: float, hint: str = "") -> Property:
+    """At most ``max_per_warp`` warp-splitting branch executions per warp on average (分支分化).
+
+    For kernels where some divergence cannot be avoided (the last five steps of a reduction tree
+    split warp 0), unlike :func:`no_divergence`, which wants none at all.
+    """
+
+    def measure(report, extra):
+        div = report.divergence()
+        warps = max(len(div.warps), 1)
+        splits = sum(b.divergent for b in div.branches)
+        per = splits / warps
+        worst = max(div.branches, key=lambda b: b.divergent, default=None)
+        where = f"; most at line {worst.line} `{worst.source}`" if worst is not None and splits else ""
+        return per <= max_per_warp + 1e-9, (f"{splits} warp splits over {warps} warps: {per:.2f} per warp "
+                                            f"(want at most {max_per_warp:g}){where}")
+
+    return Property(f"little warp divergence: at most {max_per_warp:g} split per warp (分支分化)", measure, hint or (
+        "A warp runs both sides of a branch when its lanes disagree. Which threads are active at each step? "
+        "If whole warps are active or idle together, only the last few steps can split a warp."), lines=True)
+
+
+def _reduction(name):
+    def get():
+        from course.kernels import reduction
+
+        return reduction.REDUCTION_VERSIONS[name].kernel
+
+    return get
+
+
+register(Exercise(
+    name="07.tree_sum",
+    title="A reduction tree without bank conflicts",
+    signature="tree_sum(a, out)",
+    task=("Write `tree_sum(a, out)`: add all of the float32 vector a into out[0] (out starts at zero). It is "
+          f"launched with threads_per_block = {RED_TPB} and blocks_per_grid = ceil(n / {RED_PER_BLOCK}): each "
+          "thread first adds up to 4 elements of its block's part (any split that counts every element once), "
+          "puts its value in a cuda.shared.array of 256 floats, and the block adds those up as a tree in shared "
+          "memory (归约树); thread 0 then adds the block's sum into out[0] with cuda.atomic.add. Arrange the tree "
+          "so that the shared-memory reads of each step are free of bank conflicts (存储体冲突) and no thread "
+          "reads a value before its writer has finished."),
+    make_inputs=_red_inputs,
+    make_trace_input=lambda rng: _red_input(rng, 2 * RED_PER_BLOCK, "two full blocks"),
+    properties=(
+        uses_shared(),
+        conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
+                      hint="In each step, which words do the active lanes of one warp read? When lane t reads "
+                           "word 2*stride*t, lanes 16 apart share a bank. Which pairing lets neighbouring lanes "
+                           "read neighbouring words at every step?"),
+        few_warp_splits(1.0),
+        no_races(hint="Each step of the tree reads values that other threads wrote in the step before. What must "
+                      "every thread of the block reach between two steps?"),
+    ),
+    hint_wrong=("Check that every element is counted exactly once: the last block is only partly filled, and "
+                "threads with no element must still put a zero into the tree (and reach every barrier)."),
+    hint_oob="Guard every load of a: the last block reaches past the end of a when n is not a multiple of 1024.",
+    stub_hint="sum up to 4 elements per thread, then halve the number of active threads each step",
+    reference=_reduction("block_sequential"),
+    atol=1e-3,
+))
+
+
+# 08 -- one chunk of a pipelined transfer: a kernel on [start, start + count)
+
+
+CH_TPB = 128
+CH_N = 1000
+CH_FACTOR = 0.5
+
+
+def _ch_input(rng, n, start, count, why):
+    x = _f32(rng, n)
+    out = np.full(n, np.nan, np.float32)  # elements outside the chunk belong to other streams: untouched
+    want = out.copy()
+    want[start:start + count] = x[start:start + count] * np.float32(CH_FACTOR)
+    return Input(f"n={n}, start={start}, count={count} ({why})", (_ceil(count, CH_TPB),), (CH_TPB,),
+                 (x, out, CH_FACTOR, start, count), {1: want}, ("x", "out", "factor", "start", "count"))
+
+
+def _ch_inputs(rng):
+    start = _random_size(rng, 1, CH_N - 300)
+    return [
+        _ch_input(rng, CH_N, 0, 1, "first element only"),
+        _ch_input(rng, CH_N, 0, 250, "first of four chunks"),
+        _ch_input(rng, CH_N, 250, 250, "second of four chunks"),
+        _ch_input(rng, CH_N, 997, 3, "the short last chunk"),
+        _ch_input(rng, CH_N, 331, 257, "odd offset, prime count"),
+        _ch_input(rng, CH_N, start, _random_size(rng, 1, CH_N - start + 1), "random chunk"),
+    ]
+
+
+register(Exercise(
+    name="08.scale_chunk",
+    title="One chunk of a pipeline: a kernel on [start, start + count)",
+    signature="scale_chunk(x, out, factor, start, count)",
+    task=("Write `scale_chunk(x, out, factor, start, count)`: out[j] = x[j] * factor for start <= j < "
+          "start + count, and nothing else of out changes. This is the kernel of one chunk when a transfer is "
+          "split into pieces on several streams (chapter 08): each stream copies its chunk in, runs the kernel "
+          "on it, and copies it out, while the other streams' chunks are still in flight, so a kernel that "
+          "touches a neighbour's elements corrupts them. It is launched with threads_per_block = "
+          f"{CH_TPB} and blocks_per_grid = ceil(count / {CH_TPB}), one thread per element of the chunk; "
+          "loads and stores stay coalesced (合并访存)."),
+    make_inputs=_ch_inputs,
+    make_trace_input=lambda rng: _ch_input(rng, 4096, 1024, 2048, "an aligned chunk of 16 blocks"),
+    properties=(coalesced("load"), coalesced("store")),
+    hint_wrong=("Thread i of the launch handles element start + i of the arrays, and only when i < count: the "
+                "elements before start and from start + count on belong to other chunks and must keep their "
+                "value."),
+    hint_oob="The last block has threads past the chunk's end: compare i with count before any access.",
+    stub_hint="thread i of the launch handles element start + i; threads with i >= count do nothing",
+))
+
+
+# 09 -- tiled matrix multiply for any shape
+
+
+MM_TILE = 16  # course.kernels.matmul.TILE
+MM_BLOCK = (MM_TILE, MM_TILE)
+
+
+def _mm_input(rng, m, k, n, why):
+    a, b = _f32(rng, (m, k)) / 8, _f32(rng, (k, n)) / 8  # multiples of 1/8 below 7: every sum is exact
+    c = np.full((m, n), np.nan, np.float32)
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    return Input(f"{m}x{k} @ {k}x{n} ({why})", (_ceil(n, MM_TILE), _ceil(m, MM_TILE)), MM_BLOCK, (a, b, c),
+                 {2: want}, ("a", "b", "c"))
+
+
+def _mm_inputs(rng):
+    return [
+        _mm_input(rng, 1, 1, 1, "one element"),
+        _mm_input(rng, 17, 16, 16, "one row past a tile"),
+        _mm_input(rng, 1, 33, 5, "k not a multiple of the tile"),
+        _mm_input(rng, 13, 19, 23, "primes"),
+        _mm_input(rng, _random_size(rng, 10, 34), _random_size(rng, 10, 40), _random_size(rng, 10, 34), "random"),
+    ]
+
+
+def _mm_trace(rng):
+    return _mm_input(rng, 32, 32, 32, "full tiles")
+
+
+def _matmul(name):
+    def get():
+        from course.kernels import matmul
+
+        return matmul.MATMUL_VERSIONS[name].kernel if name in matmul.MATMUL_VERSIONS else getattr(matmul, name)
+
+    return get
+
+
+_MM_PROPS = (
+    uses_shared(hint="The point of the tile is reuse: each element of a and b is loaded from global memory once "
+                     "per tile and then read 16 times from a cuda.shared.array."),
+    coalesced("load"),
+    coalesced("store"),
+    conflict_free("load", name="no bank conflicts on the tile reads (存储体冲突)"),
+    no_races(),
+)
+
+register(Exercise(
+    name="09.matmul_tiled",
+    title="Tiled matrix multiply, correct for any shape",
+    signature="matmul_tiled(a, b, c)",
+    task=("Write `matmul_tiled(a, b, c)`: c = a @ b for float32 matrices a (m, k), b (k, n), c (m, n). It is "
+          f"launched with threads_per_block = {MM_BLOCK} and one block per {MM_TILE}x{MM_TILE} tile of c: "
+          f"blocks_per_grid = (ceil(n / {MM_TILE}), ceil(m / {MM_TILE})). Stage {MM_TILE}x{MM_TILE} tiles of a "
+          "and b in shared memory (分块), as the seed's kernel does, but for every shape: the seed's kernel "
+          "assumes N is a multiple of TILE and loses the last columns of a (and writes outside c) otherwise."),
+    make_inputs=_mm_inputs,
+    make_trace_input=_mm_trace,
+    properties=_MM_PROPS,
+    hint_wrong=("Count the tiles along k rounded up, not down, and think about what a thread must put in the "
+                "tile when its element lies past the edge of a or b: something that adds nothing to the sum."),
+    hint_oob=("Tiles at the edges reach past a, b and c: guard each load (row < m and k-index < k for a; "
+              "k-index < k and col < n for b) and the store. Every thread must still reach every barrier."),
+    stub_hint="loop over ceil(k / TILE) tiles: load, syncthreads, multiply-add, syncthreads; guard the edges",
+    reference=_matmul("tiled"),
+    atol=1e-4,
+))
+
+
+# 10 -- find the bug: a planted missing barrier
+
+
+register(Exercise(
+    name="10.matmul_fixed",
+    title="Find the bug: a tiled kernel that races",
+    signature="matmul_fixed(a, b, c)",
+    task=("course.kernels.matmul.tiled_missing_sync multiplies matrices through shared tiles, and its answer "
+          "is sometimes right and sometimes not. Do not guess: run it, compare with NumPy, and read the "
+          "tracer's race report (course.trace: report.races()), then write `matmul_fixed(a, b, c)`, the same "
+          f"kernel without the bug: c = a @ b, launched with threads_per_block = {MM_BLOCK} and "
+          f"blocks_per_grid = (ceil(n / {MM_TILE}), ceil(m / {MM_TILE})). It is judged on the result and on "
+          "the tracer finding no race between threads (数据竞争)."),
+    make_inputs=_mm_inputs,
+    make_trace_input=_mm_trace,
+    properties=(uses_shared(), no_races()),
+    hint_wrong=("Compare with the planted kernel line by line where the race report points: which shared "
+                "words does a thread read before the threads that write them have run?"),
+    hint_oob="Keep the planted kernel's guards: every load past the edge of a or b loads a zero instead.",
+    stub_hint="start from inspect.getsource(matmul.tiled_missing_sync) and fix what the race report shows",
+    reference=_matmul("tiled"),
+    atol=1e-4,
+))
+
+
 def get(name: str) -> Exercise:
     """The exercise called ``name`` (e.g. "05.transpose_padded"), with a clear message if there is none."""
     try:

@@ -300,3 +300,160 @@ def test_committed_exercise_notebooks_carry_no_outputs():
             if c.cell_type == "code":
                 assert c.outputs == [] and c.execution_count is None, p
         assert nb.metadata["course"]["exercises"], p
+
+
+# --- chapters 06-10: one exercise each -------------------------------------------------------------
+
+NEW_EXERCISES = {6: "06.scale_grid_stride", 7: "07.tree_sum", 8: "08.scale_chunk", 9: "09.matmul_tiled",
+                 10: "10.matmul_fixed"}
+
+
+def _solution_kernel(name):
+    """The kernel that solutions/<chapter>.ipynb defines for exercise ``name`` (its imports and solution cells run)."""
+    from course.chapters import CHAPTERS
+
+    ex = E.get(name)
+    chapter = next(c for c in CHAPTERS if c.number == ex.chapter)
+    nb = nbformat.read(ROOT / "solutions" / chapter.file, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    scope = {}
+    for src in [code[0]] + [s for s in code if "# BEGIN SOLUTION" in s and f"def {ex.target}(" in s]:
+        exec(compile(src, f"solutions/{chapter.file}", "exec"), scope)
+    return scope[ex.target]
+
+
+def test_chapters_06_to_10_each_have_an_exercise_and_a_solution_notebook():
+    from course.chapters import CHAPTERS
+
+    files = {c.number: c.file for c in CHAPTERS}
+    for ch, name in NEW_EXERCISES.items():
+        assert name in [ex.name for ex in E.by_chapter(ch)]
+        nb = nbformat.read(ROOT / "solutions" / files[ch], as_version=4)
+        assert nb.metadata["course"]["exercises"] == [ex.name for ex in E.by_chapter(ch)]
+        assert (ROOT / "exercises" / files[ch]).is_file()
+
+
+@pytest.mark.parametrize("name", list(NEW_EXERCISES.values()))
+def test_solution_notebook_kernels_get_full_marks(name):
+    ex = E.get(name)
+    v = E.judge(ex, _solution_kernel(name), seed=2)
+    assert v.status == "pass" and v.score == ex.max_score, str(v)
+
+
+@cuda.jit
+def scale_one_per_thread(x, out, factor):
+    i = cuda.grid(1)  # no loop: right only while n fits in the grid
+    if i < x.shape[0]:
+        out[i] = x[i] * factor
+
+
+@cuda.jit
+def scale_contiguous_runs(x, out, factor):
+    # each thread walks its own run of ceil(n / threads) elements: correct, but lanes are a run apart
+    threads = cuda.gridsize(1)
+    per = (x.shape[0] + threads - 1) // threads
+    start = cuda.grid(1) * per
+    for i in range(start, min(start + per, x.shape[0])):
+        out[i] = x[i] * factor
+
+
+def test_grid_stride_without_the_loop_or_with_runs_fails():
+    ex = E.get("06.scale_grid_stride")
+    v = E.judge(ex, scale_one_per_thread, seed=0)
+    # 256 threads: n=1, 131 and 256 are right, n=257 leaves element 256 unwritten
+    assert v.status == "fail" and v.score == 0
+    assert "n=257" in v.message and "out[256] is NaN: never written" in v.message
+    assert "next one" in v.hint
+    v = E.judge(ex, scale_contiguous_runs, seed=0)
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = {r.what: r.detail for r in v.results if not r.passed}
+    # n=1024 over 256 threads: runs of 4 floats, lanes 16 bytes apart: 512 bytes = 16 sectors per request
+    assert failed["coalesced global loads (合并访存)"].startswith("16.00 sectors per request")
+    assert failed["coalesced global stores (合并访存)"].startswith("16.00 sectors per request")
+
+
+def test_reduction_tree_with_conflicts_or_divergence_loses_a_point():
+    from course.kernels import reduction
+
+    ex = E.get("07.tree_sum")
+    # index = 2*stride*tid: no divergence, but at stride 1 lanes t and t + 16 read words 2t and 2t + 32
+    v = E.judge(ex, reduction.REDUCTION_VERSIONS["block_strided"].kernel, seed=0)
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = [r for r in v.results if not r.passed]
+    assert [r.what for r in failed] == ["no bank conflicts on the tree's shared loads (存储体冲突)"], str(v)
+    assert "bank conflict" in failed[0].detail
+    # tid % (2*stride) == 0: every warp splits at strides 1..16 (8 warps x 5 steps), even warps at 32, ...
+    v = E.judge(ex, reduction.REDUCTION_VERSIONS["block_interleaved"].kernel, seed=0)
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = [r for r in v.results if not r.passed]
+    assert len(failed) == 1 and failed[0].what.startswith("little warp divergence"), str(v)
+    # per block: 40 + 4 + 2 + 1 splits in the tree and 1 at `if tid == 0`, over 8 warps = 6.00 per warp
+    assert "6.00 per warp" in failed[0].detail
+
+
+@cuda.jit
+def chunk_forgets_start(x, out, factor, start, count):
+    i = cuda.grid(1)
+    if i < count:
+        out[i] = x[i] * factor
+
+
+@cuda.jit
+def chunk_guards_the_array(x, out, factor, start, count):
+    j = start + cuda.grid(1)
+    if j < x.shape[0]:  # stays inside the array, but runs over into the next chunk
+        out[j] = x[j] * factor
+
+
+def test_chunk_kernel_must_keep_to_its_chunk():
+    ex = E.get("08.scale_chunk")
+    v = E.judge(ex, chunk_forgets_start, seed=0)
+    assert v.status == "fail" and "start=250" in v.message and "out[0] is" in v.message and "expected nan" in v.message
+    v = E.judge(ex, chunk_guards_the_array, seed=0)
+    # the first input's chunk is element 0 only; its block of 128 threads also writes elements 1..127
+    assert v.status == "fail" and "start=0, count=1" in v.message and "127 of 1000 elements wrong" in v.message
+    assert "other chunks" in v.hint
+
+
+@cuda.jit
+def matmul_tiles_rounded_down(a, b, c):
+    # the seed's k // TILE tiles, with guarded loads and store: the last k % TILE terms are lost
+    As = cuda.shared.array((16, 16), float32)
+    Bs = cuda.shared.array((16, 16), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * 16 + ty
+    col = cuda.blockIdx.x * 16 + tx
+    s = float32(0)
+    for t in range(a.shape[1] // 16):
+        As[ty, tx] = a[row, t * 16 + tx] if row < a.shape[0] else float32(0)
+        Bs[ty, tx] = b[t * 16 + ty, col] if col < b.shape[1] else float32(0)
+        cuda.syncthreads()
+        for k in range(16):
+            s += As[ty, k] * Bs[k, tx]
+        cuda.syncthreads()
+    if row < c.shape[0] and col < c.shape[1]:
+        c[row, col] = s
+
+
+def test_tiled_matmul_wrong_on_odd_k_or_without_tiles_fails():
+    from course.kernels import matmul
+
+    ex = E.get("09.matmul_tiled")
+    v = E.judge(ex, matmul_tiles_rounded_down, seed=0)
+    # k < 16 (1x1 @ 1x1, 1x33 @ 33x5 loses 1 term): tiles missing, so some element of c is wrong
+    assert v.status == "fail" and "correct result" in v.message and "rounded up" in v.hint
+    v = E.judge(ex, matmul.naive, seed=0)  # right everywhere, but no shared memory
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = {r.what for r in v.results if not r.passed}
+    assert failed == {"uses shared memory (共享内存)", "no bank conflicts on the tile reads (存储体冲突)"}, str(v)
+
+
+def test_planted_missing_barrier_fails_with_the_race():
+    from course.kernels import matmul
+
+    for name in ("10.matmul_fixed", "09.matmul_tiled"):
+        v = E.judge(E.get(name), matmul.tiled_missing_sync, seed=0)
+        assert v.status == "fail" and v.score == 0, str(v)
+        assert "no race between threads" in v.message and "no syncthreads() between" in v.message
+        assert "wait" in v.hint and "syncthreads" not in v.hint
