@@ -1451,6 +1451,9 @@ def _launch_error(lau, ts, exc, timeout=False):
         kind, detail, cls = "error", str(exc), exc.kind
     else:
         kind, detail, cls = type(exc).__name__, str(exc) or type(exc).__name__, type(exc)
+    if not isinstance(exc, _UserError):  # an exception the kernel raised: its text as numba's simulator puts it
+        tag = f"tid={list(ts.thread)} ctaid={list(ts.block)}"
+        detail = f"{tag}: {exc}" if str(exc) else tag
     msg = f"{kind} in kernel `{lau.name}`, {_thread_desc(ts)}\n{where}\n{detail}"
     return _error(cls, msg, kernel=lau.name, line=line_no, block=ts.block, thread=ts.thread, cause=exc)
 
