@@ -554,11 +554,15 @@ class KernelArray:
     def _get(self, idx):
         c = idx.__class__
         try:
-            if c is int:
-                if idx < 0:
+            if c is tuple:
+                if len(idx) == 2:  # the common 2-D case, without a call
+                    i, j = idx
+                    if i < 0 or j < 0:  # TypeError for a slice: checked one by one below
+                        raise IndexError
+                elif min(idx) < 0:
                     raise IndexError
-            elif c is tuple:
-                if min(idx) < 0:  # TypeError when the tuple holds a slice: checked one by one below
+            elif c is int:
+                if idx < 0:
                     raise IndexError
             elif idx < 0:
                 raise IndexError
