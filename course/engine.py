@@ -163,6 +163,7 @@ class _Launch:
         self.global_refs = []  # (globals dict, name) for every global name the user code mentions
         self.closure_values = []  # values captured by the kernel's closures (other than device functions)
         self.direct = False  # threads run as plain calls: no thread can wait for another
+        self.time_limit = DEFAULT_TIME_LIMIT
         self.global_addrs = {}
         self.next_global = 1 << 32
 
@@ -1109,6 +1110,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
     swapper = _Swapper(module, lau)
     lau.swapper = swapper
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
+    lau.time_limit = limit
     watchdog = _Watchdog(limit)
     _state.launch = lau
     _state.module = module
@@ -1216,12 +1218,10 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
             module.laneid = ts.lane
             try:
                 fn(*kargs)
-            except _LaunchTimeout as exc:
-                raise _launch_error(lau, ts, exc, timeout=True) from None
-            except KernelError:
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            except Exception as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
-                raise _launch_error(lau, ts, exc) from None
+            except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
+                raise _thread_error(lau, ts, exc) from None
             ts.wait = "exited"
         return
     live = len(states)
@@ -1238,14 +1238,10 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
                     res = pool.start(ts)
                 else:
                     res = ts.g.switch()
-            except _LaunchTimeout as exc:
-                raise _launch_error(lau, ts, exc, timeout=True) from None
-            except KernelError:
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
-                if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
-                    raise
-                raise _launch_error(lau, ts, exc) from None
+                raise _thread_error(lau, ts, exc) from None
             if res is _DONE:
                 live -= 1
                 ts.wait = "exited"
@@ -1425,6 +1421,13 @@ def _thread_desc(ts):
     return f"block {tuple(ts.block)}, thread {tuple(ts.thread)}"
 
 
+def _thread_error(lau, ts, exc):
+    """The KernelError a launch raises when thread ``ts`` stopped with ``exc``."""
+    if isinstance(exc, KernelError):
+        return exc
+    return _launch_error(lau, ts, exc, timeout=isinstance(exc, _LaunchTimeout))
+
+
 def _launch_error(lau, ts, exc, timeout=False):
     tb = exc.__traceback__ if exc is not None else None
     frames = _user_frames(lau, tb) if tb is not None else []
@@ -1443,7 +1446,7 @@ def _launch_error(lau, ts, exc, timeout=False):
     where = "\n".join(lines)
     if timeout:
         head = (
-            f"kernel `{lau.name}` ran past its time limit on the CPU engine ({_Watchdog.last_limit:g} s); "
+            f"kernel `{lau.name}` ran past its time limit on the CPU engine ({lau.time_limit:g} s); "
             f"{_thread_desc(ts)} was running"
         )
         advice = (
@@ -1525,8 +1528,6 @@ def _stuck_error(lau, waiting, states, live):
 
 
 class _Watchdog:
-    last_limit = DEFAULT_TIME_LIMIT
-
     def __init__(self, limit):
         self.limit = limit
         self.thread_id = threading.get_ident()
@@ -1538,7 +1539,6 @@ class _Watchdog:
     def start(self):
         if not self.limit or self.limit <= 0 or math.isinf(self.limit):
             return
-        _Watchdog.last_limit = self.limit
         self.active = True
         self.timer = threading.Timer(self.limit, self._fire)
         self.timer.daemon = True
