@@ -40,13 +40,16 @@ WAVEFRONT_BYTES = BANKS * BANK_BYTES  # 128: what one pass through the banks can
 #: quarter warps (lanes 0-7, 8-15, ...).  THE place to change if the hardware says otherwise.
 SHARED_PHASE_LANES = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
 
-#: Access sizes whose phases the hardware serves together in ONE wavefront when that is possible:
-#: the phases together ask for at most 128 bytes of distinct words (counted per phase) and no bank
-#: needs two different words. Measured on the H200 (data/tracer_validation.json, 2026-11-29): an
-#: 8-byte broadcast (every lane reads one double) and pairs of lanes sharing a double (s[t // 2])
-#: take 1 wavefront, not the 2 that half-warp phases give; s[t % 16] (each half reads the same 128
-#: bytes) still takes 2. No 16-byte case has shown it, so 16-byte phases are not merged.
-MERGED_PHASES = {8}
+#: Access sizes whose phases the hardware serves together, and over how many lanes: the phases inside
+#: one group of that many consecutive lanes take ONE wavefront when they together ask for at most 128
+#: bytes of distinct words (counted per phase) and no bank needs two different words in the group.
+#: Measured on the H200 (data/tracer_validation.json, 2026-11-29): an 8-byte broadcast (every lane
+#: reads one double) and pairs of lanes sharing a double (s[t // 2]) take 1 wavefront, not the 2 that
+#: half-warp phases give; s[t % 16] (each half reads the same 128 bytes) still takes 2 — so 8-byte
+#: phases merge across the whole warp.  A 16-byte broadcast (the tiled matmul's LDS.128 of As[ty, k:k+4],
+#: every lane the same 16 bytes) takes 2 wavefronts, not the 4 of quarter-warp phases nor the 1 of a
+#: whole-warp merge — so 16-byte phases merge in pairs (half warps).
+MERGED_PHASES = {8: 32, 16: 16}
 
 Addrs = Sequence[Optional[int]]
 
@@ -94,18 +97,33 @@ def phases(n_lanes: int, size: int) -> list[range]:
     return [range(lo, min(lo + step, n_lanes)) for lo in range(0, n_lanes, step)]
 
 
-def _merged(addrs: Addrs, size: int) -> bool:
-    """True when the hardware serves all phases of this access in a single wavefront (see MERGED_PHASES)."""
-    if size not in MERGED_PHASES:
-        return False
-    distinct_bytes = 0
-    union: dict[int, set[int]] = defaultdict(set)
-    for lanes in phases(len(addrs), size):
-        words = {w for lane in lanes if addrs[lane] is not None for w in words_of(addrs[lane], size)}
-        distinct_bytes += BANK_BYTES * len(words)
-        for w in words:
-            union[w % BANKS].add(w)
-    return distinct_bytes <= WAVEFRONT_BYTES and all(len(ws) == 1 for ws in union.values())
+def _merge_groups(addrs: Addrs, size: int) -> list:
+    """The lane groups whose phases are served in one wavefront (see MERGED_PHASES); [] when none."""
+    span = MERGED_PHASES.get(size)
+    if span is None:
+        return []
+    out = []
+    for lo in range(0, len(addrs), span):
+        group = addrs[lo:lo + span]
+        if all(a is None for a in group):
+            continue
+        distinct_bytes = 0
+        union: dict[int, set[int]] = defaultdict(set)
+        for lanes in phases(len(group), size):
+            words = {w for lane in lanes if group[lane] is not None for w in words_of(group[lane], size)}
+            distinct_bytes += BANK_BYTES * len(words)
+            for w in words:
+                union[w % BANKS].add(w)
+        if distinct_bytes <= WAVEFRONT_BYTES and all(len(ws) == 1 for ws in union.values()):
+            out.append(range(lo, min(lo + span, len(addrs))))
+    return out
+
+
+def _group_of(lane: int, groups: list) -> Optional[range]:
+    for g in groups:
+        if lane in g:
+            return g
+    return None
 
 
 def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
@@ -114,14 +132,22 @@ def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
     Inside a phase, each bank serves its distinct words in the order of the first lane that asks
     for each; lanes asking for the same word get it in the same pass (broadcast).  A wide access
     (8 or 16 bytes) touches several banks; ``bank`` is the first and ``wavefront`` the pass in which
-    the lane has all its words.  Wavefront numbers continue across phases.
+    the lane has all its words.  Wavefront numbers continue across phases; the phases of a merged
+    group (MERGED_PHASES) share one.
     """
     _check(addrs, size)
     out: list[Optional[LanePass]] = [None] * len(addrs)
-    if _merged(addrs, size):
-        return [None if a is None else LanePass(bank_of(a), 0) for a in addrs]
+    groups = _merge_groups(addrs, size)
     base = 0
     for lanes in phases(len(addrs), size):
+        group = _group_of(lanes.start, groups)
+        if group is not None:
+            if lanes.start == group.start:
+                for lane in group:
+                    if addrs[lane] is not None:
+                        out[lane] = LanePass(bank_of(addrs[lane]), base)
+                base += 1
+            continue
         rank: dict[int, int] = {}  # word -> its pass inside this phase
         per_bank: dict[int, int] = defaultdict(int)  # bank -> distinct words seen so far
         for lane in lanes:
@@ -145,14 +171,16 @@ def shared_passes(addrs: Addrs, size: int) -> list[Optional[LanePass]]:
 def shared_wavefronts(addrs: Addrs, size: int) -> int:
     """Wavefronts one shared-memory instruction needs (0 if no lane is active).
 
-    Per phase: the largest number of *distinct* 4-byte words any one bank must deliver; phases add.
+    Per phase: the largest number of *distinct* 4-byte words any one bank must deliver; phases add,
+    except that the phases of a merged group (MERGED_PHASES) take one wavefront together.
     With 4-byte accesses and one phase this is the textbook "n-way bank conflict" degree.
     """
     _check(addrs, size)
-    if _merged(addrs, size):
-        return 1 if any(a is not None for a in addrs) else 0
-    total = 0
+    groups = _merge_groups(addrs, size)
+    total = len(groups)
     for lanes in phases(len(addrs), size):
+        if _group_of(lanes.start, groups) is not None:
+            continue
         per_bank: dict[int, set[int]] = defaultdict(set)
         for lane in lanes:
             a = addrs[lane]
@@ -167,9 +195,9 @@ def shared_wavefronts(addrs: Addrs, size: int) -> int:
 def shared_ideal_wavefronts(addrs: Addrs, size: int) -> int:
     """Wavefronts the same instruction would need without bank conflicts (one per active phase)."""
     _check(addrs, size)
-    if _merged(addrs, size):
-        return 1 if any(a is not None for a in addrs) else 0
-    return sum(1 for lanes in phases(len(addrs), size) if any(addrs[i] is not None for i in lanes))
+    groups = _merge_groups(addrs, size)
+    return len(groups) + sum(1 for lanes in phases(len(addrs), size)
+                             if _group_of(lanes.start, groups) is None and any(addrs[i] is not None for i in lanes))
 
 
 def global_sectors(addrs: Addrs, size: int) -> int:

@@ -1112,6 +1112,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks=None, seed=Non
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
     lau.time_limit = limit
     watchdog = _Watchdog(limit)
+    lau.watchdog = watchdog
     _state.launch = lau
     _state.module = module
     try:
@@ -1527,6 +1528,19 @@ def _stuck_error(lau, waiting, states, live):
 # Watchdog: stops a launch that runs too long, even inside a `while True:` with no barrier
 
 
+@contextlib.contextmanager
+def clock_paused():
+    """Stop the running launch's time limit for the duration (no-op outside a launch)."""
+    lau = getattr(_state, "launch", None)
+    wd = getattr(lau, "watchdog", None) if lau is not None else None
+    remaining = wd.pause() if wd is not None else None
+    try:
+        yield
+    finally:
+        if wd is not None:
+            wd.resume(remaining)
+
+
 class _Watchdog:
     def __init__(self, limit):
         self.limit = limit
@@ -1536,13 +1550,30 @@ class _Watchdog:
         self.fired = False
         self.timer = None
 
-    def start(self):
+    def start(self, seconds=None):
         if not self.limit or self.limit <= 0 or math.isinf(self.limit):
             return
+        seconds = self.limit if seconds is None else seconds
         self.active = True
-        self.timer = threading.Timer(self.limit, self._fire)
+        self.deadline = time.monotonic() + seconds
+        self.timer = threading.Timer(seconds, self._fire)
         self.timer.daemon = True
         self.timer.start()
+
+    def pause(self):
+        """Stop the clock (the tracer compiling the kernel for its facts is not the kernel's time)."""
+        if self.timer is None:
+            return None
+        with self.lock:
+            if not self.active:
+                return None
+            self.active = False
+            self.timer.cancel()
+            return max(0.0, self.deadline - time.monotonic())
+
+    def resume(self, remaining):
+        if remaining is not None and not self.fired:
+            self.start(remaining)
 
     def _fire(self):
         with self.lock:

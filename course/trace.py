@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 
 from course import analysis
+from course import compiler as _compiler
 from course import engine as _engine
 
 __all__ = ["trace", "Report", "LineCounts", "WarpAccess", "LaneAccess", "Race", "Divergence", "TOTAL_KEYS"]
@@ -146,6 +147,7 @@ def site_code(sid):
 # ``flush``; the counting there follows course.analysis exactly (tests check the two agree).
 
 _LD, _ST, _ATOM = 0, 1, 2
+_UNSET = object()
 _OPNAME = ("ld", "st", "atom")
 _FAR = 1 << 20  # site keys at or above this are registered (code, callers, lasti) triples
 _CHUNK = 400_000  # recorded ints after which the blocks so far are analysed (bounds memory)
@@ -203,6 +205,14 @@ class _Recorder:
         self._start = (0, 0)
         self.arrays: dict = {}  # (space, base) -> (name, root shape, itemsize)
         self.array_class = _make_array_class(self)
+        # what the GPU compiler merges (course.compiler): set up by trace()
+        self.compiler_mode = None  # None: use facts when they can be had; False: never; True: required
+        self.compiler_job = None  # (fingerprint, spec) of the kernel and its argument types
+        self.compiler_why = ""
+        self._facts = _UNSET
+        self._widths: dict = {}
+        self.vector_candidates: set = set()  # sites with runs the compiler could merge
+        self.vector_merged: set = set()  # sites whose runs were merged (the compiler did)
 
     # ---- engine hooks
     def begin_block(self, block):
@@ -305,8 +315,14 @@ class _Recorder:
         else:
             uk, inv = np.unique(key4, return_inverse=True)
             site = np.array([self._site_for(int(k)) for k in uk], dtype=np.int64)[inv]
-        us_, sc = np.unique(site, return_inverse=True)  # compact site numbers for packing keys
         gt = bi * self.nthreads + T  # thread, unique in the chunk
+        if self.compiler_mode is not False and shared.any():
+            keep, size = self._merge_vectors(gt, site, op, shared, size, A, epoch)
+            if keep is not None:
+                D, K, T, A, WS, di, op, shared, size, epoch, bi, site, part, gt = (
+                    x[keep] for x in (D, K, T, A, WS, di, op, shared, size, epoch, bi, site, part, gt))
+                n = len(D)
+        us_, sc = np.unique(site, return_inverse=True)  # compact site numbers for packing keys
         occ = _occurrence(gt * (int(sc.max()) + 1) + sc)
         # warp-level instructions: the same (block, warp, site, occurrence, op, space)
         gi, G, first = _group_ids([occ, sc, _warp_of(gt, self.nthreads), op * 2 + shared], first=True)
@@ -353,6 +369,94 @@ class _Recorder:
                 self.kept[c[0]] = {k: v[bounds[j]:bounds[j + 1]] for k, v in cols.items()}
         if s.any() and (op[s] != _LD).any():
             self._find_races(cols, s)
+
+    def _merge_vectors(self, gt, site, op, shared, size, A, epoch):
+        """Merge a thread's neighbouring shared accesses where the GPU compiler emits one wide instruction.
+
+        A *candidate* is a run of 4- or 8-byte accesses by one thread at one site (one source
+        instruction), one after another in that thread's order and in one barrier epoch, at addresses
+        ``a, a + s, …`` that fill an aligned 8- or 16-byte block.  ``ptxas`` may turn such a run into one
+        ``LDS.64``/``LDS.128`` (``STS`` for stores) — or may not (course/compiler.py says why no rule on
+        addresses can decide), so candidates are merged only on source lines where the compiled kernel
+        holds vector shared instructions of that width.  Returns (rows to keep, or None, and the sizes).
+        """
+        cand = np.nonzero(shared.astype(bool) & (op != _ATOM) & ((size == 4) | (size == 8)))[0]
+        if len(cand) < 2:
+            return None, size
+        order = cand[np.lexsort((cand, site[cand], gt[cand]))]  # per thread, per site, in program order
+        o_gt, o_site, o_op, o_ep, o_a, o_sz = (x[order] for x in (gt, site, op, epoch, A, size))
+        m = len(order)
+        taken = np.zeros(m, dtype=bool)
+        runs = []  # (width, positions in `order` of the runs' first accesses)
+        for width in (16, 8):
+            need = width // o_sz  # accesses one run of this width takes: 2 or 4
+            ok = (o_a % width == 0) & (width > o_sz) & ~taken
+            for j in range(1, 4):  # the j-th access after p continues p's run (where p's run needs one)
+                cont = np.zeros(m, dtype=bool)
+                if j < m:
+                    cont[:-j] = ((o_gt[j:] == o_gt[:-j]) & (o_site[j:] == o_site[:-j]) & (o_op[j:] == o_op[:-j])
+                                 & (o_ep[j:] == o_ep[:-j]) & (o_a[j:] == o_a[:-j] + j * o_sz[:-j]) & ~taken[j:])
+                ok &= cont | (j >= need)
+            starts = np.nonzero(ok)[0]
+            if len(starts):
+                runs.append((width, starts))
+                taken[starts] = True
+                for j in range(1, 4):
+                    taken[starts[j < need[starts]] + j] = True
+        if not runs:
+            return None, size
+        for _w, starts in runs:
+            self.vector_candidates.update(np.unique(o_site[starts]).tolist())
+        facts = self.compiler_facts()
+        if not facts or "lines" not in facts:
+            return None, size
+        size = size.copy()
+        drop = np.zeros(len(size), dtype=bool)
+        for width, starts in runs:
+            pairs = o_site[starts] * 4 + o_op[starts]
+            up, inv = np.unique(pairs, return_inverse=True)
+            good = np.array([width in self._vector_widths(int(p) >> 2, int(p) & 3) for p in up.tolist()])
+            acc = good[inv.reshape(-1)]
+            if not acc.any():
+                continue
+            st = starts[acc]
+            size[order[st]] = width
+            need = width // o_sz[st]
+            for j in range(1, 4):
+                drop[order[st[j < need] + j]] = True
+            self.vector_merged.update(np.unique(o_site[st]).tolist())
+        if not drop.any():
+            return None, size
+        return np.nonzero(~drop)[0], size
+
+    def _vector_widths(self, sid, op):
+        key = (sid, op)
+        w = self._widths.get(key)
+        if w is None:
+            w = self._widths[key] = _compiler.vector_widths(self.compiler_facts(), site_code(sid).co_filename,
+                                                            site_line(sid), store=op == _ST)
+        return w
+
+    def vector_merged_known(self):
+        """True when compiler facts were consulted, so unmerged candidates are known not to be merged."""
+        return self._facts is not _UNSET and bool(self._facts) and "lines" in self._facts
+
+    def compiler_facts(self):
+        """What ptxas made of this kernel (course.compiler), looked up or compiled once; None if unknown."""
+        if self._facts is _UNSET:
+            self._facts = None
+            if self.compiler_job is not None and self.compiler_mode is not False:
+                key, spec = self.compiler_job
+                with _engine.clock_paused():  # a compile is not the kernel's time
+                    self._facts = _compiler.facts_for(key, spec, compile=self.compiler_mode is not False)
+                if self._facts is None:
+                    self.compiler_why = _compiler.why(key)
+                    if self.compiler_mode is True:
+                        raise _compiler.CompilerUnavailable(
+                            f"trace(..., compiler=True): no compiler facts for this kernel: {self.compiler_why}")
+                elif "error" in self._facts:
+                    self.compiler_why = "the kernel did not compile for the GPU: " + self._facts["error"]
+        return self._facts
 
     def rows(self, block):
         """Normalised records of a kept block: (op, space, site, tid, occ, addr, size, name, epoch, ws, base)."""
@@ -558,43 +662,48 @@ def _global_cost(gi, addr, size, G):
 
 def _shared_cost(gi, addr, size, lane, G):
     """Wavefronts and ideal wavefronts per warp-level instruction (the rule of analysis.shared_wavefronts)."""
-    pl = np.array([_phase_lanes(int(s)) for s in range(int(size.max()) + 1)], dtype=np.int64)
+    top = int(size.max()) + 1
+    pl = np.array([_phase_lanes(int(s)) for s in range(top)], dtype=np.int64)
+    # analysis.MERGED_PHASES: lanes whose phases may share one wavefront (a group); other sizes: one
+    # group per phase, which never merges
+    span = np.array([analysis.MERGED_PHASES.get(int(s), analysis.WARP_SIZE) for s in range(top)], dtype=np.int64)
+    mergeable = np.array([int(s) in analysis.MERGED_PHASES for s in range(top)], dtype=bool)
     phase = lane // pl[size]
+    group = lane // span[size]
     nph = -(-analysis.WARP_SIZE // int(pl[np.unique(size)].min()))  # room for every phase of an instruction
+    ngr = analysis.WARP_SIZE // int(span[np.unique(size)].min())
     wlo = addr >> 2
     nw = ((addr + size - 1) >> 2) - wlo + 1
+    gg = gi * ngr + group  # (instruction, group)
     if (nw > 1).any():
         rep = np.repeat(np.arange(len(wlo)), nw)
         word = wlo[rep] + (np.arange(len(rep)) - (np.cumsum(nw) - nw)[rep])
-        gp = gi[rep] * nph + phase[rep]
+        gp = gg[rep] * nph + phase[rep]
     else:
         word = wlo
-        gp = gi * nph + phase
+        gp = gg * nph + phase
     base = int(word.min()) & ~(analysis.BANKS - 1)  # keeps word % 32 = bank
     word = word - base
     w = max(int(word.max()), 1).bit_length()
-    u = np.unique((gp << w) | word)  # distinct words per (instruction, phase)
+    u = np.unique((gp << w) | word)  # distinct words per (instruction, group, phase)
     u2, cnt = np.unique(((u >> w) << 5) | (u & (analysis.BANKS - 1)), return_counts=True)  # words per bank
-    mx = np.zeros(G * nph, dtype=np.int64)
+    mx = np.zeros(G * ngr * nph, dtype=np.int64)
     np.maximum.at(mx, u2 >> 5, cnt)
-    mx = mx.reshape(G, nph)
-    waves, ideal = mx.sum(axis=1), (mx > 0).sum(axis=1)
-    # analysis.MERGED_PHASES: all phases in one wavefront when their distinct words fit in 128 bytes
-    # and no bank needs two different words across the whole warp
-    isize = np.zeros(G, dtype=np.int64)
-    isize[gi] = size
-    cand = np.isin(isize, list(analysis.MERGED_PHASES))
+    mx = mx.reshape(G * ngr, nph)
+    gwaves, gideal = mx.sum(axis=1), (mx > 0).sum(axis=1)  # per (instruction, group), phases added
+    isize = np.zeros(G * ngr, dtype=np.int64)
+    isize[gg] = size
+    cand = mergeable[isize] & (gwaves > 0)
     if cand.any():
-        words_sum = np.bincount((u >> w) // nph, minlength=G)  # distinct words, counted per phase
-        g_of = gp // nph
-        uu = np.unique((g_of << w) | word)  # distinct words per instruction, phases together
+        words_sum = np.bincount((u >> w) // nph, minlength=G * ngr)  # distinct words, counted per phase
+        uu = np.unique((((u >> w) // nph) << w) | (u & ((1 << w) - 1)))  # distinct words per group, phases together
         ub, ucnt = np.unique(((uu >> w) << 5) | (uu & (analysis.BANKS - 1)), return_counts=True)
-        umax = np.zeros(G, dtype=np.int64)
+        umax = np.zeros(G * ngr, dtype=np.int64)
         np.maximum.at(umax, ub >> 5, ucnt)
-        merged = cand & (words_sum * analysis.BANK_BYTES <= analysis.WAVEFRONT_BYTES) & (umax <= 1) & (waves > 0)
-        waves = np.where(merged, 1, waves)
-        ideal = np.where(merged, 1, ideal)
-    return waves, ideal
+        merged = cand & (words_sum * analysis.BANK_BYTES <= analysis.WAVEFRONT_BYTES) & (umax <= 1)
+        gwaves = np.where(merged, 1, gwaves)
+        gideal = np.where(merged, 1, gideal)
+    return gwaves.reshape(G, ngr).sum(axis=1), gideal.reshape(G, ngr).sum(axis=1)
 
 
 def _cost(space, addrs, size):
@@ -970,6 +1079,8 @@ class LineCounts:
     unit: str  # 'sectors' | 'wavefronts'
     worst: int  # the most sectors / wavefronts one request needed
     ideal: int  # what the requests would need if perfectly coalesced / conflict-free
+    compiler_merged: bool = False  # the GPU compiler merged neighbouring accesses here into wider ones
+    merge_unknown: bool = False  # it could have, but no compiler facts were at hand (source-level count)
 
     @property
     def per_request(self) -> float:
@@ -1094,6 +1205,26 @@ class Report:
         self._lines = lines
         self.detail_blocks = sorted(rec.kept)
 
+    @property
+    def compiler(self) -> dict:
+        """What the GPU compiler's view added to the counts (course.compiler, docs/tracer.md).
+
+        ``facts``: the toolchain whose machine code was read (None: none at hand); ``merged_lines``: source
+        lines where the compiler merged a thread's neighbouring shared accesses into one wider instruction
+        and the counts follow it; ``unknown_lines``: lines where it could have but no facts were at hand,
+        so the counts are the source's; ``why``: why there were no facts.
+        """
+        rec = self._rec
+        f = rec._facts if rec._facts is not _UNSET else None
+        lines = lambda sites: sorted({site_line(x) for x in sites})  # noqa: E731
+        return {
+            "facts": (f"ptxas {f.get('toolchain')} for sm_{f.get('cc', '9.0').replace('.', '')}"
+                      if f and "lines" in f else None),
+            "merged_lines": lines(rec.vector_merged),
+            "unknown_lines": [] if rec.vector_merged_known() else lines(rec.vector_candidates - rec.vector_merged),
+            "why": rec.compiler_why,
+        }
+
     # ---- counts
     def totals(self) -> dict:
         """The eight Nsight Compute counts for the whole launch (keys: :data:`TOTAL_KEYS`)."""
@@ -1142,6 +1273,11 @@ class Report:
             row.worst = max(row.worst, s[2])
             row.ideal += s[3]
             row.arrays = tuple(sorted(set(row.arrays) | s[4]))
+            if site in self._rec.vector_merged:
+                row.compiler_merged = True
+                row.size = max(row.size, s[5])
+            elif site in self._rec.vector_candidates and not self._rec.vector_merged_known():
+                row.merge_unknown = True
         order = {"load": 0, "store": 1, "atomic": 2}
         return sorted(rows.values(), key=lambda r: (r.function != self.kernel, r.line, r.space, order[r.op]))
 
@@ -1286,6 +1422,13 @@ class Report:
         return out
 
 
+def _engine_host(a):
+    """A NumPy view of a device array (what numba would type), else the argument itself."""
+    if hasattr(a, "copy_to_host") and hasattr(a, "_ary"):
+        return a._ary
+    return a
+
+
 def _dims(d):
     if isinstance(d, (int, np.integer)):
         return (int(d), 1, 1)
@@ -1298,13 +1441,18 @@ def _dims(d):
 
 
 def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lines=True, seed=None,
-          time_limit=None) -> Report:
+          time_limit=None, compiler=None) -> Report:
     """Run one launch on the CPU engine, recording every global and shared element access; return a :class:`Report`.
 
     ``detail_blocks``: blocks whose every access is kept for :meth:`Report.warp_detail` and
     :meth:`Report.warp_accesses` (default: all blocks when the grid has at most 64, else the first 4);
     counts, races and divergence always cover the whole launch.  ``lines=False`` skips the line
     events that :meth:`Report.divergence` needs (a little faster).
+
+    ``compiler``: where a thread's neighbouring shared accesses could be merged into one wide instruction,
+    count them the way the GPU compiler built the kernel (:mod:`course.compiler`) — ``None`` (default)
+    when its facts can be had, ``False`` never (the source's own accesses), ``True`` always (an error
+    when no facts can be had).  :attr:`Report.compiler` says what was done.
     """
     fn = _engine._kernel_py_func(kernel)
     grid = _engine._normalise_dims(griddim, "blocks_per_grid (griddim)")
@@ -1322,6 +1470,14 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     else:
         keep = {linear(b) for b in detail_blocks}
     rec = _Recorder(fn.__code__, keep, lines)
+    rec.compiler_mode = compiler
+    if compiler is not False:
+        try:
+            from numba import typeof
+
+            rec.compiler_job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
+        except Exception as e:  # noqa: BLE001 - an argument numba cannot type: the launch will say so
+            rec.compiler_why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
     run = kernel
     tracer = None
     g = fn.__globals__

@@ -385,6 +385,58 @@ def complex_copy_c128(a, out):
     out[t] = s[t ^ 1]
 
 
+@cuda.jit
+def shared_gather_c128(a, idx, out):
+    """16-byte shared loads at data-given indices: quarter-warp phases, and when two quarters share one."""
+    s = cuda.shared.array(64, complex128)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    out[t] = s[idx[t]]
+
+
+@cuda.jit
+def shared_run4_f32(a, out):
+    """Each thread sums its own 4 neighbouring floats s[4t .. 4t+3]: may the compiler make it one LDS.128?"""
+    s = cuda.shared.array(256, float32)
+    t = cuda.threadIdx.x
+    for k in range(4):
+        s[t + 64 * k] = a[t + 64 * k]
+    cuda.syncthreads()
+    acc = float32(0.0)
+    for k in range(4):
+        acc += s[4 * t + k]
+    out[t] = acc
+
+
+@cuda.jit
+def shared_run2_f32(a, out):
+    """Each thread sums s[2t] and s[2t+1]: one LDS.64?"""
+    s = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    s[t + 64] = a[t + 64]
+    cuda.syncthreads()
+    acc = float32(0.0)
+    for k in range(2):
+        acc += s[2 * t + k]
+    out[t] = acc
+
+
+@cuda.jit
+def shared_run4_f32_stride5(a, out):
+    """s[5t .. 5t+3]: neighbouring floats, but a row of 5 is not 16-byte aligned for most threads."""
+    s = cuda.shared.array(320, float32)
+    t = cuda.threadIdx.x
+    for k in range(5):
+        s[t + 64 * k] = a[t + 64 * k]
+    cuda.syncthreads()
+    acc = float32(0.0)
+    for k in range(4):
+        acc += s[5 * t + k]
+    out[t] = acc
+
+
 # ---------------------------------------------------------------------------------------------------
 # Known divergence and races (used by tests, not by Nsight Compute)
 
@@ -568,6 +620,51 @@ for _label, (_fn, _wf) in _F64_PATTERNS.items():
          counts(gl=(2, 8), gs=(2, 16), sl=(2, 2 * _wf), ss=(4, 8)),
          note="8-byte shared accesses: half warps, merged into one wavefront when they fit (H200-measured)",
          tags=("shared", "8-byte"))
+# shared_gather_c128, 64 threads, s = 64 complex128 (16 bytes each).  Per warp: a[t] load (complex128:
+# two 8-byte requests at a 16-byte stride, 16 sectors each), idx load (int32, 4 sectors), store s[t]
+# (16 bytes: 4 quarter warps of 128 contiguous bytes, 1 wavefront each -> 4), out store (2 x 16 sectors).
+# The load s[idx[t]]: quarter-warp phases, and the two quarters of a half warp share one wavefront when
+# together they ask for <= 128 bytes (counted per quarter) with no bank needing two words
+# (analysis.MERGED_PHASES; measured first in matmul.tiled's 16-byte broadcast: 2 per warp):
+_C128_PATTERNS = {
+    "t": (lambda t: t, 4),  # each quarter 128 contiguous bytes: 4 per warp
+    "0": (lambda t: 0 * t, 2),  # everyone the same 16 bytes: one per half warp
+    "t//8": (lambda t: t // 8, 2),  # one element per quarter, 32 bytes per half: one per half warp
+    "t//2": (lambda t: t // 2, 2),  # pairs share: 64 + 64 bytes per half, every bank once: one per half
+    # each quarter reads the same 128 bytes: counted per quarter that is 256 bytes a half: no merge, 4
+    # (a rule of half-warp phases would say 2: this case tells the two apart)
+    "t%8": (lambda t: t % 8, 4),
+    # quarter q reads element 8q: the same 4 banks, different words: 2 per half warp
+    "8*(t//8)": (lambda t: 8 * (t // 8), 4),
+}
+for _label, (_fn, _wf) in _C128_PATTERNS.items():
+    _idx = np.array([_fn(t) for t in range(64)], dtype=np.int32)
+    _add(f"shared_gather_c128[{_label}]", shared_gather_c128, 1, 64,
+         lambda rng, i=_idx: ((rng.standard_normal(64) + 1j * rng.standard_normal(64)), i.copy(),
+                              np.zeros(64, np.complex128)),
+         counts(gl=(6, 72), gs=(4, 64), sl=(2, 2 * _wf), ss=(2, 8)),
+         note="16-byte shared loads: quarter warps, two quarters in one wavefront when they fit",
+         tags=("shared", "16-byte", "complex"))
+# Runs of neighbouring floats one thread reads (64 threads, float32).  The source makes 4 (2) loads per
+# thread; ptxas may make them one LDS.128 (LDS.64), and the tracer follows what the compiled kernel holds
+# (course.compiler).  shared_run4_f32: stores s[t + 64k]: 4 x 1 wavefront per warp; loads, if merged: one
+# 16-byte request per warp, lanes 16 bytes apart = 4 quarter phases of 128 bytes -> 4 wavefronts; if not:
+# 4 requests, word 4l + k, 4 lanes per bank -> 4-way: 16 wavefronts per warp.
+_add("shared_run4_f32", shared_run4_f32, 1, 64, lambda rng: (_f32(rng, 256), _zeros(64)),
+     counts(gl=(8, 32), gs=(2, 8), sl=(2, 8), ss=(8, 8)),
+     note="a thread's 4 neighbouring floats: one LDS.128 if the compiler merges them",
+     tags=("shared", "compiler-merge"))
+# shared_run2_f32: merged: one 8-byte request per warp, 32 x 8 = 256 bytes in 2 half-warp phases: 2
+# wavefronts; not merged: 2 requests, words 2l + k, 2-way -> 2 wavefronts each.
+_add("shared_run2_f32", shared_run2_f32, 1, 64, lambda rng: (_f32(rng, 128), _zeros(64)),
+     counts(gl=(4, 16), gs=(2, 8), sl=(2, 4), ss=(4, 4)),
+     note="a thread's 2 neighbouring floats: one LDS.64 if the compiler merges them",
+     tags=("shared", "compiler-merge"))
+# shared_run4_f32_stride5: not 16-byte aligned for 3 threads in 4: the compiler cannot merge; 4 requests
+# per warp, word 5l + k: gcd(5, 32) = 1, every bank once: 1 wavefront each.
+_add("shared_run4_f32_stride5", shared_run4_f32_stride5, 1, 64, lambda rng: (_f32(rng, 320), _zeros(64)),
+     counts(gl=(10, 40), gs=(2, 8), sl=(8, 8), ss=(10, 10)),
+     note="neighbouring floats that are not 16-byte aligned: no merge", tags=("shared", "compiler-merge"))
 # shared_partial_warp, 40 threads: warps of 32 and 8 lanes.  Store s[t]: 1 wavefront each; load
 # s[39 - t]: distinct consecutive words, 1 each; out stores: warp 0 4 sectors, warp 1 bytes 128..159 = 1.
 _add("shared_partial_warp[40 threads]", shared_partial_warp, 1, 40, lambda rng: (_zeros(40),),
