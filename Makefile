@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 LAB_ARGS ?=
 
-.PHONY: lab test exercises gpu-lane clean
+COMPILER := $(VENV)/.compiler
+
+.PHONY: lab test toolkit compiler-facts exercises gpu-lane clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,15 +16,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The CUDA compilers (NVVM, ptxas, nvdisasm as pip wheels, ~250 MB download; no GPU needed): lets the
+# tracer read what the GPU compiler makes of kernels that are not among the course's own.
+$(COMPILER): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,compiler]'
+	touch $(COMPILER)
+
 ## Open the course in JupyterLab on chapter 00 (works as root too).
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --ip 127.0.0.1 --port $(PORT) \
 	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
 
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
-test: $(STAMP)
+test: $(STAMP) $(COMPILER)
 	sh scripts/ensure-chromium.sh
 	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
+
+## Install the CUDA compilers for the tracer (optional for learners; `make test` does it).
+toolkit: $(COMPILER)
+
+## Refresh data/compiler_facts.json: what ptxas makes of every validated kernel (run after editing one).
+compiler-facts: $(COMPILER)
+	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python scripts/gpu/validate_tracer.py --dry-run --out build/compiler-facts
 
 ## Regenerate exercises/ from solutions/.
 exercises: $(STAMP)

@@ -192,12 +192,40 @@ def shared_wavefronts(addrs: Addrs, size: int) -> int:
     return total
 
 
+def _fits_one_wavefront(addrs: Addrs, size: int, group: range) -> bool:
+    """A merge group whose phases together ask for at most 128 bytes of distinct words (counted per phase)."""
+    total = 0
+    for lanes in phases(len(group), size):
+        total += BANK_BYTES * len({w for lane in lanes if addrs[group.start + lane] is not None
+                                   for w in words_of(addrs[group.start + lane], size)})
+    return total <= WAVEFRONT_BYTES
+
+
+#: Lanes over which the conflict-free minimum (ncu's wavefronts minus its bank-conflict counter) is
+#: reckoned for wide accesses: half warps.  Measured on the H200: a half warp asking for at most 128
+#: bytes (counted per phase) has a minimum of one wavefront (16-byte quarters 0 and 8*(t//8): 2 per
+#: warp, 2 conflicts), 8-byte phases one each (s[(16t) % 128]: minimum 2 per warp) — and never more
+#: than the access actually took (an 8-byte broadcast: 1 wavefront, no conflict).
+IDEAL_GROUP_LANES = {8: 16, 16: 16}
+
+
 def shared_ideal_wavefronts(addrs: Addrs, size: int) -> int:
-    """Wavefronts the same instruction would need without bank conflicts (one per active phase)."""
+    """Wavefronts the same instruction would need without bank conflicts (ncu: wavefronts − conflicts).
+
+    One per active phase; for 8- and 16-byte accesses one per half warp whose phases together ask for
+    at most 128 bytes (IDEAL_GROUP_LANES); never more than :func:`shared_wavefronts`.
+    """
     _check(addrs, size)
-    groups = _merge_groups(addrs, size)
-    return len(groups) + sum(1 for lanes in phases(len(addrs), size)
-                             if _group_of(lanes.start, groups) is None and any(addrs[i] is not None for i in lanes))
+    span = IDEAL_GROUP_LANES.get(size, WARP_SIZE)
+    total = 0
+    for lo in range(0, len(addrs), span):
+        group = range(lo, min(lo + span, len(addrs)))
+        active = [lanes for lanes in phases(len(group), size)
+                  if any(addrs[group.start + i] is not None for i in lanes)]
+        if not active:
+            continue
+        total += 1 if size in IDEAL_GROUP_LANES and _fits_one_wavefront(addrs, size, group) else len(active)
+    return min(total, shared_wavefronts(addrs, size))
 
 
 def global_sectors(addrs: Addrs, size: int) -> int:

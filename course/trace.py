@@ -700,10 +700,15 @@ def _shared_cost(gi, addr, size, lane, G):
         ub, ucnt = np.unique(((uu >> w) << 5) | (uu & (analysis.BANKS - 1)), return_counts=True)
         umax = np.zeros(G * ngr, dtype=np.int64)
         np.maximum.at(umax, ub >> 5, ucnt)
-        merged = cand & (words_sum * analysis.BANK_BYTES <= analysis.WAVEFRONT_BYTES) & (umax <= 1)
-        gwaves = np.where(merged, 1, gwaves)
-        gideal = np.where(merged, 1, gideal)
-    return gwaves.reshape(G, ngr).sum(axis=1), gideal.reshape(G, ngr).sum(axis=1)
+        fits = cand & (words_sum * analysis.BANK_BYTES <= analysis.WAVEFRONT_BYTES)
+        gwaves = np.where(fits & (umax <= 1), 1, gwaves)
+        # the conflict-free minimum (analysis.shared_ideal_wavefronts): one per fitting group where the
+        # group is a half warp (16-byte); 8-byte groups span the warp, their minimum stays one per phase
+        same = np.array([analysis.IDEAL_GROUP_LANES.get(int(s)) == analysis.MERGED_PHASES.get(int(s))
+                         for s in range(top)], dtype=bool)
+        gideal = np.where(fits & same[isize], 1, gideal)
+    waves = gwaves.reshape(G, ngr).sum(axis=1)
+    return waves, np.minimum(gideal.reshape(G, ngr).sum(axis=1), waves)
 
 
 def _cost(space, addrs, size):

@@ -732,8 +732,13 @@ def _ncu_cases():
         "global_store_sectors": blocks * warps * 4,
         "shared_store_requests": blocks * warps * steps * 2,
         "shared_store_wavefronts": blocks * warps * steps * 2,  # 32 consecutive words: one pass
-        "shared_load_requests": blocks * warps * steps * TILE * 2,  # As[ty, k] and Bs[k, tx] per k
-        "shared_load_wavefronts": blocks * warps * steps * TILE * 2,  # 2 words 16 banks apart / 16 words: one pass
+        # Bs[k, tx] once per k; As[ty, k .. k+3] — a thread's 4 neighbouring floats, 16-byte aligned — are
+        # ONE LDS.128 in the compiled kernel (ptxas merges them after unrolling; course.compiler reads it),
+        # so TILE / 4 loads of As per step
+        "shared_load_requests": blocks * warps * steps * (TILE + TILE // 4),
+        # Bs: 16 consecutive words per half warp, 2 rows 16 banks apart: one pass.  As as LDS.128: each half
+        # warp (one ty) reads the same 16 bytes: one wavefront per half warp (analysis.MERGED_PHASES), 2
+        "shared_load_wavefronts": blocks * warps * steps * (TILE + 2 * (TILE // 4)),
     }
     naive_expect = {
         "global_load_requests": blocks * warps * 32 * 2,  # K = 32 iterations, a and b
@@ -749,8 +754,8 @@ def _ncu_cases():
              expect=tiled_expect, note="the seed's kernel at N = 32 (a multiple of TILE, where it is right)",
              tags=("matmul",)),
         Case("matmul.tiled", tiled, (2, 2), (TILE, TILE), operands(32, 32, 32), expect=tiled_expect,
-             note="tiled 32x32x32; the GPU compiler may merge a thread's As[ty, k..k+3] into one 16-byte "
-                  "load, which would show fewer shared load requests than this by-hand count",
+             note="tiled 32x32x32; the GPU compiler merges a thread's As[ty, k..k+3] into one 16-byte "
+                  "load (LDS.128), and the tracer counts it so (course.compiler)",
              tags=("matmul",)),
     ]
     # 128×16·16×128, one block of 8 warps, 2 steps of BK = 8.  Per step and warp: 4 loads of a (lanes walk

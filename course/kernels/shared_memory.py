@@ -413,8 +413,9 @@ def stride_wavefronts(stride: int, itemsize: int = 4) -> int:
     4 bytes: the 32 words lane*stride fall into 32 / gcd(stride, 32) banks, gcd(stride, 32) lanes each.
     8 bytes: two half warps, 16 lanes each on 2 words: gcd(stride, 16) per half, 2 halves.
     16 bytes: four quarter warps, 8 lanes each on 4 words: gcd(stride, 8) per quarter, 4 quarters.
-    Stride 0 is a broadcast: one element for all: one pass per phase, except that the H200 serves the
-    two half warps of an 8-byte broadcast together (analysis.MERGED_PHASES).  Up to stride 33 no lane wraps
+    Stride 0 is a broadcast: one element for all: one pass per phase, except that the H200 serves
+    phases together (analysis.MERGED_PHASES): the two half warps of an 8-byte broadcast in one pass, the
+    two quarters of each half warp of a 16-byte broadcast in one (2 in all).  Up to stride 33 no lane wraps
     around onto another lane's element (31 * 33 = 1023 < 1024), which the rule assumes.
     """
     phases = {4: 1, 8: 2, 16: 4}.get(itemsize)
@@ -423,7 +424,7 @@ def stride_wavefronts(stride: int, itemsize: int = 4) -> int:
     if not 0 <= stride <= 33:
         raise ValueError(f"the gcd rule here assumes 0 <= stride <= 33 (no wrap-around); got {stride}")
     if stride == 0:
-        return 1 if itemsize == 8 else phases
+        return {4: 1, 8: 1, 16: 2}[itemsize]
     return phases * math.gcd(stride, WARP_SIZE // phases)
 
 

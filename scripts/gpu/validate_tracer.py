@@ -133,6 +133,7 @@ def tracer_side(args) -> None:
         try:
             r = trace(c.kernel, c.griddim, c.blockdim, *c.args(0), dynshared=c.dynshared)
             rec["tracer"] = r.totals()
+            rec["compiler"] = r.compiler  # lines where ptxas merged neighbouring shared accesses (course.compiler)
             bc = r.bank_conflicts()
             rec["tracer_extra"] = {"shared_load_bank_conflicts": bc["load"], "shared_store_bank_conflicts": bc["store"]}
             try:
@@ -301,7 +302,7 @@ def build_report(out: pathlib.Path, dry_run: bool) -> dict:
             hw[e["name"]] = p
     records = []
     for t in tside["cases"]:
-        rec = {k: t.get(k) for k in ("module", "name", "kernel", "note", "expect", "tracer", "tracer_extra",
+        rec = {k: t.get(k) for k in ("module", "name", "kernel", "note", "expect", "tracer", "tracer_extra", "compiler",
                                      "avg_active_lanes", "error")}
         p = hw.get(t["name"])
         if p is not None:
