@@ -248,7 +248,9 @@ def describe(fn, argtypes) -> tuple:
     d.func(fn)
     d.h.update(repr((tuple(str(t) for t in argtypes), CC, FORMAT)).encode())
     spec = {"functions": d.specs, "kernel": 0, "argtypes": pickle.dumps(tuple(argtypes), protocol=4),
-            "cc": CC, "root": str(ROOT)}
+            "cc": CC, "root": str(ROOT),
+            "label": f"{rel_filename(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno} {fn.__name__}"
+                     f"({', '.join(str(t) for t in argtypes)})"}
     return d.h.hexdigest()[:32], spec
 
 
@@ -387,8 +389,6 @@ def _store(key, facts) -> None:
         os.replace(tmp, d / f"{key}.json")
     except OSError:
         pass
-    if os.environ.get("COURSE_COMPILER_FACTS_WRITE"):
-        write_committed({key: facts})
 
 
 def write_committed(new: dict) -> None:
@@ -442,6 +442,7 @@ def compile_facts(specs: dict) -> dict:
     results = json.loads(out.split("@@FACTS@@", 1)[1])
     facts = {}
     for k, res in zip(keys, results):
+        res["kernel"] = specs[k]["label"]
         res["toolchain"] = tc["version"]
         res["cc"] = "%d.%d" % CC
         facts[k] = res
@@ -470,6 +471,8 @@ def facts_for(key, spec, compile: bool = True) -> Optional[dict]:
     if f is None:
         _why.setdefault(key, "no compiler facts for this kernel")
         return None
+    if os.environ.get("COURSE_COMPILER_FACTS_WRITE") and "error" not in f and key not in _committed():
+        write_committed({key: f})  # e.g. facts from the user cache, while refreshing the committed file
     return dict(f, key=key)
 
 

@@ -1,0 +1,127 @@
+"""course.compiler: what ptxas makes of a kernel, read without a GPU, and how the tracer uses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course  # noqa: F401
+from course import compiler
+from course.trace import trace
+from numba import cuda, float32, typeof
+
+WIDTH = 64
+NEEDS_TOOLKIT = pytest.mark.skipif(compiler.toolchain() is None,
+                                   reason="ptxas/nvdisasm not installed (make toolkit); `make test` installs them")
+
+SASS = """
+        //## File "/somewhere/course/kernels/matmul.py", line 272
+        /*0400*/                   LDS R4, [R2] ;
+        /*0410*/                   LDS.128 R8, [R3+0x10] ;
+        /*0420*/               @P0 LDS R5, [R2+0x40] ;
+        /*0430*/                   FFMA R6, R4, R8, R6 ;
+        //## File "/somewhere/course/kernels/matmul.py", line 274
+        /*0500*/               @!P1 STG.E desc[UR4][R6.64], R7 ;
+        /*0510*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+"""
+
+
+def test_sass_by_line_counts_memory_instructions_under_their_source_line():
+    lines = compiler.sass_by_line(SASS)
+    assert lines == {"/somewhere/course/kernels/matmul.py:272": {"LDS": 2, "LDS.128": 1},
+                     "/somewhere/course/kernels/matmul.py:274": {"STG.E": 1}}
+    f = {"lines": lines}
+    assert compiler.vector_widths(f, "/somewhere/course/kernels/matmul.py", 272, store=False) == [16]
+    assert compiler.vector_widths(f, "/somewhere/course/kernels/matmul.py", 272, store=True) == []
+    assert compiler.vector_widths(None, "x.py", 1, store=False) == []
+
+
+def test_file_names_are_the_same_on_every_machine():
+    assert compiler.rel_filename(str(compiler.ROOT / "course" / "kernels" / "matmul.py")) == "course/kernels/matmul.py"
+    assert compiler.rel_filename("/tmp/ipykernel_4242/1234567.py") == "<cell>/1234567.py"
+
+
+def _make(k_stride):
+    @cuda.jit
+    def row_sum(a, out):
+        s = cuda.shared.array(256, float32)
+        t = cuda.threadIdx.x
+        for k in range(4):
+            s[t + 64 * k] = a[t + 64 * k]
+        cuda.syncthreads()
+        acc = float32(0.0)
+        for k in range(4):
+            acc += s[k_stride * t + k]
+        out[t] = acc
+
+    return row_sum
+
+
+def _fn(kernel):
+    return getattr(kernel, "fn", None) or kernel.py_func
+
+
+def test_the_fingerprint_follows_code_constants_and_types():
+    a = np.zeros(256, np.float32)
+    types_ = (typeof(a), typeof(a[:64]))
+    k4, k4b, k3 = _make(4), _make(4), _make(3)
+    key4, spec = compiler.describe(_fn(k4), types_)
+    assert compiler.describe(_fn(k4b), types_)[0] == key4  # the same code and closure value
+    assert compiler.describe(_fn(k3), types_)[0] != key4  # another closure value
+    assert compiler.describe(_fn(k4), (typeof(a.astype(np.float64)), types_[1]))[0] != key4  # other types
+    assert spec["label"].endswith("row_sum(array(float32, 1d, C), array(float32, 1d, C))")
+
+
+@NEEDS_TOOLKIT
+def test_a_kernel_made_here_compiles_and_the_tracer_follows_ptxas(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # compile now, not from a cache
+    monkeypatch.setattr(compiler, "_memo", {})
+    monkeypatch.delenv("COURSE_COMPILER_FACTS_WRITE", raising=False)
+    a = np.arange(256, dtype=np.float32)
+    merged, unaligned = _make(4), _make(3)  # s[4t + k]: 16-byte aligned runs; s[3t + k]: not
+    out = np.zeros(64, np.float32)
+    r = trace(merged, 1, 64, a, out)
+    assert np.array_equal(out, a.reshape(64, 4).sum(axis=1))
+    line = r.compiler["merged_lines"]
+    assert len(line) == 1 and "acc += s[k_stride * t + k]" in open(__file__).read().splitlines()[line[0] - 1]
+    assert r.totals()["shared_load_requests"] == 2  # one LDS.128 per warp
+    assert trace(merged, 1, 64, a, out, compiler=False).totals()["shared_load_requests"] == 8  # the source's 4 per warp
+    r3 = trace(unaligned, 1, 64, a, out)
+    assert r3.compiler["merged_lines"] == [] and r3.compiler["facts"]  # asked, and ptxas did not merge
+    assert r3.totals()["shared_load_requests"] == 8
+    assert list(tmp_path.rglob("*.json"))  # cached for next time
+
+
+@NEEDS_TOOLKIT
+def test_a_kernel_that_does_not_compile_for_the_gpu_keeps_source_counts(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiler, "_memo", {})
+
+    @cuda.jit
+    def bad(a, out):
+        s = cuda.shared.array((4, WIDTH + 0), float32)  # an expression as a shape: runs on the CPU, not on a GPU
+        t = cuda.threadIdx.x
+        for k in range(4):
+            s[k, t] = a[4 * t + k]
+        cuda.syncthreads()
+        acc = float32(0.0)
+        for k in range(4):
+            acc += s[k, t] + s[0, 4 * (t // 4) + k]
+        out[t] = acc
+
+    r = trace(bad, 1, 64, np.ones(256, np.float32), np.zeros(64, np.float32))
+    assert r.compiler["facts"] is None and "did not compile for the GPU" in r.compiler["why"]
+
+
+def test_without_facts_the_tracer_says_which_lines_it_could_not_settle(monkeypatch, tmp_path):
+    monkeypatch.setattr(compiler, "toolchain", lambda: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiler, "_memo", {})
+    k = _make(4)
+    a = np.arange(256, dtype=np.float32)
+    r = trace(k, 1, 64, a, np.zeros(64, np.float32))
+    assert r.compiler["facts"] is None and r.compiler["unknown_lines"] and "ptxas" in r.compiler["why"]
+    assert r.totals()["shared_load_requests"] == 8  # the source's count, said to be so
+    assert any(row.merge_unknown for row in r.by_line())
+    with pytest.raises(compiler.CompilerUnavailable, match="no compiler facts"):
+        trace(k, 1, 64, a, np.zeros(64, np.float32), compiler=True)
