@@ -613,7 +613,7 @@ class KernelArray:
                 raise IndexError
             if value.__class__ is self.__class__ or isinstance(value, KernelArray):
                 value = value.a
-            elif value.__class__ is _Record:
+            elif isinstance(value, _Record):  # the tracer's records are a subclass
                 value = value._v
             self.a[idx] = value
         except (IndexError, TypeError) as exc:

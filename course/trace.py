@@ -158,16 +158,18 @@ def _phase_lanes(size):
 
 
 class _Desc:
-    """What every access to one array shares: space, element size, name, base address, shape."""
+    """What every access to one array (or one field of a structured array) shares: space, size, name, base."""
 
     __slots__ = ("space", "size", "name", "base", "shape", "itemsize", "split", "shared")
 
-    def __init__(self, arr, split):
+    def __init__(self, arr, split, field=None, size=None):
         self.space = arr.space
         self.shared = arr.space == "shared"
         self.itemsize = arr.root.dtype.itemsize
-        self.size = arr.a.dtype.itemsize
-        self.name = arr.name
+        self.size = arr.a.dtype.itemsize if field is None else arr.a.dtype.fields[field][0].itemsize
+        if size is not None:
+            self.size = size
+        self.name = arr.name if not field else f"{arr.name}.{field}"
         self.base = arr.base_addr
         self.shape = arr.root.shape
         self.split = split
@@ -261,6 +263,17 @@ class _Recorder:
             desc = _Desc(arr, split)
             self.descs.append(desc)
             self.arrays.setdefault((desc.space, desc.base), (desc.name, desc.shape, desc.itemsize))
+        return d
+
+    def desc_of_field(self, arr, field, size=None):
+        """The descriptor of one field of a structured array (``field`` "" : the whole record), ``size`` bytes a go."""
+        key = (arr.space, arr.base_addr, arr.name, arr.a.dtype.str, field, size)
+        d = self.desc_ids.get(key)
+        if d is None:
+            d = self.desc_ids[key] = len(self.descs)
+            desc = _Desc(arr, False, field or None, size)
+            self.descs.append(desc)
+            self.arrays.setdefault((desc.space, desc.base), (arr.name, desc.shape, desc.itemsize))
         return d
 
     def far_key(self, code, callers, lasti):
@@ -741,6 +754,17 @@ def _offset(addr, idx, strides):
     return addr + int(idx) * strides[0]
 
 
+#: A structured dtype carrying this key in its metadata is a *vector*: the course's kernels view a row of
+#: floats as 16-byte elements to model one LDG.E.128/LDS.128 (course.kernels.matmul.gload4) — one access
+#: of the whole element, not a record whose fields are read one by one.
+VECTOR_DTYPE_KEY = "course_vector"
+
+
+def _is_vector(dtype):
+    md = dtype.metadata
+    return bool(md and md.get(VECTOR_DTYPE_KEY))
+
+
 def _make_array_class(rec: _Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
@@ -824,6 +848,10 @@ def _make_array_class(rec: _Recorder):
                     addr += idx * s0
                 else:  # tuples, NumPy integers (which must not overflow in int32 arithmetic)
                     addr = _offset(addr, idx, strides)
+                if v.__class__ is Record and not _is_vector(self.a.dtype):
+                    # p[i] of a structured array: on the GPU p[i].x loads the field alone, so the
+                    # record reports its field accesses, not this one
+                    return TracedRecord(v._v, self, addr)
             frame = getframe(1)
             ts = cur[0]._ts
             extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
@@ -836,6 +864,8 @@ def _make_array_class(rec: _Recorder):
                 tr = self._tr
             except AttributeError:
                 tr = self._tr = init(self)
+            if value.__class__ is TracedRecord:  # a whole record copied: its fields are loaded one by one
+                value._note_all(_LD, getframe(1))
             if tr is None:
                 return
             a = self.a
@@ -853,6 +883,8 @@ def _make_array_class(rec: _Recorder):
                 addr = addr + idx * s0 if idx.__class__ is int else _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
+            if a.dtype.fields and not _is_vector(a.dtype):
+                return _bytewise(self, addr, _ST, frame)
             extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
                     ts.warp_syncs if shared else 0))
 
@@ -865,6 +897,72 @@ def _make_array_class(rec: _Recorder):
             if tr is not None:
                 record(self, tr, idx, _ATOM, getframe(1))
             return old
+
+    Record = _engine._Record
+
+    class TracedRecord(Record):
+        """One element of a structured array that reports each field read and write (p.x, p['x'])."""
+
+        __slots__ = ("_arr", "_addr")
+
+        def __init__(self, v, arr, addr):
+            object.__setattr__(self, "_v", v)
+            object.__setattr__(self, "_arr", arr)
+            object.__setattr__(self, "_addr", addr)
+
+        def _note(self, name, op, frame):
+            arr = self._arr
+            dtype = arr.a.dtype
+            fields = dtype.fields
+            if arr.space not in traced or not fields or name not in fields:
+                return
+            ts = cur[0]._ts
+            key = frame.f_lasti if frame.f_code is kcode else far(frame)
+            ws = ts.warp_syncs if arr.space == "shared" else 0
+            addr = self._addr + fields[name][1]
+            if dtype.isalignedstruct:  # np.dtype(..., align=True): one access of the field's size
+                extend(((rec.desc_of_field(arr, name) << 2) + op, key, ts.tid, addr, ws))
+                return
+            # a packed record (NumPy's default) has alignment 1 for numba: the GPU code moves a field byte
+            # by byte (LDG.E.U8 per byte, seen in the SASS), so: one 1-byte access per byte, in order
+            d = (rec.desc_of_field(arr, name, 1) << 2) + op
+            for b in range(fields[name][0].itemsize):
+                extend((d, key, ts.tid, addr + b, ws))
+
+        def _note_all(self, op, frame):
+            _bytewise(self._arr, self._addr, op, frame)
+
+        def __getattr__(self, name):
+            v = Record.__getattr__(self, name)
+            self._note(name, _LD, getframe(1))
+            return v
+
+        def __setattr__(self, name, value):
+            Record.__setattr__(self, name, value)
+            self._note(name, _ST, getframe(1))
+
+        def __getitem__(self, key):
+            v = Record.__getitem__(self, key)
+            if key.__class__ is str:
+                self._note(key, _LD, getframe(1))
+            return v
+
+        def __setitem__(self, key, value):
+            Record.__setitem__(self, key, value)
+            if key.__class__ is str:
+                self._note(key, _ST, getframe(1))
+
+    def _bytewise(arr, addr, op, frame):
+        # a whole record copied: numba's GPU code moves it byte by byte (32 LDG.E.U8 and 32 STG.E.U8 for a
+        # 32-byte record, aligned or not, in the SASS), one 1-byte access per byte, in order
+        if arr.space not in traced:
+            return
+        ts = cur[0]._ts
+        key = frame.f_lasti if frame.f_code is kcode else far(frame)
+        ws = ts.warp_syncs if arr.space == "shared" else 0
+        d = (rec.desc_of_field(arr, "", 1) << 2) + op
+        for b in range(arr.a.dtype.itemsize):
+            extend((d, key, ts.tid, addr + b, ws))
 
     def _record_region(arr, idx, frame):
         # a whole row or slice assigned at once: one store per element

@@ -159,7 +159,7 @@ def test_tiled_counts_by_hand():
     # columns; 16 floats of one row are 64 bytes on a 64-byte boundary: 2 sectors, 4 per request.
     a, b = mm.random_operands(32, 32, 32, RNG)
     c = np.zeros((32, 32), np.float32)
-    t = trace(mm.tiled, (2, 2), (16, 16), a, b, c, lines=False).totals()
+    t = trace(mm.tiled, (2, 2), (16, 16), a, b, c, lines=False, compiler=False).totals()  # the source's accesses
     assert not mm.wrong_elements(c, a, b).any()
     steps = 4 * 8 * 2
     assert t["global_load_requests"] == steps * 2 and t["global_load_sectors"] == steps * 2 * 4
@@ -168,6 +168,10 @@ def test_tiled_counts_by_hand():
     # with As[ty, k] (2 words, banks 16 apart) and Bs[k, tx] (16 consecutive words): 1 pass each
     assert t["shared_store_requests"] == t["shared_store_wavefronts"] == steps * 2
     assert t["shared_load_requests"] == t["shared_load_wavefronts"] == steps * 16 * 2
+    # as the GPU runs it: ptxas merges each thread's As[ty, k .. k+3] into one LDS.128 (course.compiler);
+    # per step 16 Bs loads + 4 LDS.128, each a 16-byte broadcast per half warp: 2 wavefronts
+    t = trace(mm.tiled, (2, 2), (16, 16), a, b, c, lines=False).totals()
+    assert t["shared_load_requests"] == steps * (16 + 4) and t["shared_load_wavefronts"] == steps * (16 + 2 * 4)
 
 
 def _shared_rows(name):
@@ -206,9 +210,10 @@ def test_register_tiling_cuts_shared_loads_per_multiply_add():
     a, b = mm.random_operands(128, 16, 128, RNG)
     c = np.zeros((128, 128), np.float32)
     fma = 128 * 128 * 16  # multiply-adds of the whole product
-    t_tiled = trace(mm.tiled, (8, 8), (16, 16), a, b, c, lines=False, detail_blocks=[]).totals()
+    # (the loads the source makes: compiler=False; ptxas merges tiled's As reads 4 to 1, not regtile_cf's)
+    t_tiled = trace(mm.tiled, (8, 8), (16, 16), a, b, c, lines=False, detail_blocks=[], compiler=False).totals()
     v = mm.MATMUL_VERSIONS["regtile_cf"]
-    t_reg = trace(v.kernel, v.griddim(128, 128), v.threads, *v.args(a, b, c), lines=False).totals()
+    t_reg = trace(v.kernel, v.griddim(128, 128), v.threads, *v.args(a, b, c), lines=False, compiler=False).totals()
     # warp-level requests: 32 lanes per request
     assert t_tiled["shared_load_requests"] * 32 == 2 * fma
     assert t_reg["shared_load_requests"] * 32 == fma * 16 // 64

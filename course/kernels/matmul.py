@@ -109,7 +109,9 @@ def random_operands(m: int, k: int, n: int, rng=None):
 # --- 16-byte accesses: one instruction for 4 neighbouring floats ---------------------------------------
 
 
-_VEC4 = np.dtype([(f"f{k}", np.float32) for k in range(4)])
+# four floats as one element; the metadata tells the tracer it is one 16-byte vector access, not a record
+# whose fields are read one by one (course.trace: VECTOR_DTYPE_KEY)
+_VEC4 = np.dtype([(f"f{k}", np.float32) for k in range(4)], metadata={"course_vector": True})
 
 
 def _vec_view(arr, idx):

@@ -131,7 +131,7 @@ _VIEWS: dict = {}
 
 def _cpu_vector_load(width):
     """The CPU engine's twin of the intrinsic: the same bytes read as one ``4*width``-byte element."""
-    vec = np.dtype([(f"f{k}", np.float32) for k in range(width)])
+    vec = np.dtype([(f"f{k}", np.float32) for k in range(width)], metadata={"course_vector": True})  # one wide access
 
     def load(a, i):
         if width == 1:

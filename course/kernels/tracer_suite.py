@@ -437,6 +437,38 @@ def shared_run4_f32_stride5(a, out):
     out[t] = acc
 
 
+# A particle as a structured record (AoS): 8 float32 fields, 32 bytes; packed (NumPy's default) and aligned.
+PARTICLE = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32), ("w", np.float32),
+                     ("vx", np.float32), ("vy", np.float32), ("vz", np.float32), ("m", np.float32)])
+PARTICLE_ALIGNED = np.dtype(PARTICLE.descr, align=True)
+
+
+@cuda.jit
+def record_field_read(p, out):
+    """out[i] = p[i].x: one 4-byte field per lane, 32 bytes apart."""
+    i = cuda.grid(1)
+    if i < p.shape[0]:
+        out[i] = p[i].x
+
+
+@cuda.jit
+def record_update(p, dt):
+    """Two fields moved by two others, through a record reference."""
+    i = cuda.grid(1)
+    if i < p.shape[0]:
+        q = p[i]
+        q.x = q.x + q.vx * dt
+        q.y += q.vy * dt
+
+
+@cuda.jit
+def record_copy(p, out):
+    """A whole record copied."""
+    i = cuda.grid(1)
+    if i < p.shape[0]:
+        out[i] = p[i]
+
+
 # ---------------------------------------------------------------------------------------------------
 # Known divergence and races (used by tests, not by Nsight Compute)
 
@@ -665,6 +697,33 @@ _add("shared_run2_f32", shared_run2_f32, 1, 64, lambda rng: (_f32(rng, 128), _ze
 _add("shared_run4_f32_stride5", shared_run4_f32_stride5, 1, 64, lambda rng: (_f32(rng, 320), _zeros(64)),
      counts(gl=(10, 40), gs=(2, 8), sl=(8, 8), ss=(10, 10)),
      note="neighbouring floats that are not 16-byte aligned: no merge", tags=("shared", "compiler-merge"))
+# Structured records (64 threads, PARTICLE = 8 float32 = 32 bytes).  What numba's GPU code does (read in
+# the SASS, course.compiler): a field of a packed record (NumPy's default dtype: alignment 1) moves byte
+# by byte — p[i].x is 4 LDG.E.U8 — while a field of an aligned record (np.dtype(..., align=True)) is one
+# access of its size; a whole-record copy is byte by byte either way.  At 32-byte steps every access
+# touches its own sector: 32 per request.
+#   record_field_read: packed 4 byte loads per warp (8 requests), aligned 1 (2); 2 stores of out (4 each).
+#   record_update: loads of x, vx, y, vy, stores of x, y: packed 16 + 8 per warp, aligned 4 + 2.
+#   record_copy: 32 byte loads + 32 byte stores per warp.
+
+
+def _particles(rng, dtype=PARTICLE, n=64):
+    p = np.zeros(n, dtype)
+    for name in dtype.names:
+        p[name] = rng.standard_normal(n).astype(np.float32)
+    return p
+
+
+for _dt, _lbl, _k in ((PARTICLE, "packed", 4), (PARTICLE_ALIGNED, "aligned", 1)):
+    _add(f"record_field_read[{_lbl}]", record_field_read, 2, 32,
+         lambda rng, dt=_dt: (_particles(rng, dt), _zeros(64)),
+         counts(gl=(2 * _k, 64 * _k), gs=(2, 8)), note=f"p[i].x of a {_lbl} record", tags=("global", "record"))
+    _add(f"record_update[{_lbl}]", record_update, 2, 32,
+         lambda rng, dt=_dt: (_particles(rng, dt), np.float32(0.5)),
+         counts(gl=(8 * _k, 256 * _k), gs=(4 * _k, 128 * _k)),
+         note=f"q = p[i]; q.x = q.x + q.vx * dt; q.y += q.vy * dt ({_lbl} record)", tags=("global", "record"))
+_add("record_copy[packed]", record_copy, 2, 32, lambda rng: (_particles(rng), np.zeros(64, PARTICLE)),
+     counts(gl=(64, 2048), gs=(64, 2048)), note="out[i] = p[i]: byte by byte", tags=("global", "record"))
 # shared_partial_warp, 40 threads: warps of 32 and 8 lanes.  Store s[t]: 1 wavefront each; load
 # s[39 - t]: distinct consecutive words, 1 each; out stores: warp 0 4 sectors, warp 1 bytes 128..159 = 1.
 _add("shared_partial_warp[40 threads]", shared_partial_warp, 1, 40, lambda rng: (_zeros(40),),
