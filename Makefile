@@ -35,9 +35,12 @@ test: $(STAMP) $(COMPILER)
 ## Install the CUDA compilers for the tracer (optional for learners; `make test` does it).
 toolkit: $(COMPILER)
 
-## Refresh data/compiler_facts.json: what ptxas makes of every validated kernel (run after editing one).
+## Rebuild data/compiler_facts.json: what ptxas makes of every kernel the course traces (after editing
+## a kernel module: a kernel's facts are keyed by its source and line, so an edit above it invalidates them).
 compiler-facts: $(COMPILER)
+	rm -f data/compiler_facts.json
 	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python scripts/gpu/validate_tracer.py --dry-run --out build/compiler-facts
+	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python -m pytest notebooks solutions --nbval-lax -q -p no:cacheprovider
 
 ## Regenerate exercises/ from solutions/.
 exercises: $(STAMP)
