@@ -243,9 +243,11 @@ class _Local:
     def array(self, shape, dtype, alignment=None):
         data = np.empty(shape, dtype=_as_dtype(dtype))
         _poison(data)
-        if self._mod._launch.hooks is None:
-            # a thread's private array: a plain ndarray, as numba's simulator gives (fast; no tracer needs
-            # it). Its out-of-bounds indices still raise; negative ones wrap around as in NumPy.
+        hooks = self._mod._launch.hooks
+        if hooks is None or not getattr(hooks, "traces_local", False):
+            # a thread's private array: a plain ndarray, as numba's simulator gives (fast; the course's
+            # tracer records global and shared memory only), the same traced or not. Its out-of-bounds
+            # indices still raise; negative ones wrap around as in NumPy.
             return data
         return self._mod._wrap(data, "local", "local", 0, root=data)
 
@@ -611,7 +613,10 @@ class KernelArray:
                             raise IndexError from None
             elif c is not slice and idx < 0:
                 raise IndexError
-            if value.__class__ is self.__class__ or isinstance(value, KernelArray):
+            vc = value.__class__
+            if vc is float or vc is int or vc in _NUMBER_TYPES:
+                pass  # the commonest value: a number
+            elif vc is self.__class__ or isinstance(value, KernelArray):
                 value = value.a
             elif isinstance(value, _Record):  # the tracer's records are a subclass
                 value = value._v
@@ -714,6 +719,9 @@ class KernelArray:
 
     def __repr__(self):
         return f"<{self.space} array {self.name} shape={self.a.shape} dtype={self.a.dtype}>"
+
+
+_NUMBER_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.number) or t is np.bool_)
 
 
 class _Record:

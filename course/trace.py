@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
+import itertools
 import linecache
 import sys
 import textwrap
@@ -151,6 +152,7 @@ _UNSET = object()
 _OPNAME = ("ld", "st", "atom")
 _FAR = 1 << 20  # site keys at or above this are registered (code, callers, lasti) triples
 _CHUNK = 400_000  # recorded ints after which the blocks so far are analysed (bounds memory)
+_LAZY_LINE_EVENTS = 2_000_000  # line events kept for a later divergence report before analysing them now
 
 
 def _phase_lanes(size):
@@ -186,7 +188,12 @@ class _Recorder:
         self.cur = [None]  # [the engine's module of this launch]: cur[0]._ts is the running thread
         self.user_ids = frozenset()  # id() of the kernel's and device functions' code objects
         self.lines_on = lines
-        self.line_events: list = []  # flat (tid, line) pairs
+        self.line_events: list = []  # flat (tid, line) pairs (the sys.settrace fallback)
+        self.thread_lines: list = []  # (tid, [line, line, ...]) per thread of the running block (markers)
+        self.line_arrays: list = []  # (tids, lines) NumPy pairs of the blocks not yet analysed
+        self.n_line = 0  # line events in line_arrays
+        self.pending_div: list = []  # (events, block index per event, blocks) awaiting the divergence analysis
+        self.pending_n = 0
         self.line_weights: dict = {}  # marker line -> source lines it stands for
         self.descs: list = []
         self.desc_ids: dict = {}
@@ -222,14 +229,15 @@ class _Recorder:
         self.cur[0] = st.module
         self.user_ids = frozenset(id(c) for c in st.launch.user_codes)
         self.nthreads = st.launch.blockdim[0] * st.launch.blockdim[1] * st.launch.blockdim[2]
-        self._start = (len(self.flat) // 5, len(self.line_events) // 2)
+        self._start = (len(self.flat) // 5, self.n_line)
 
     def on_barrier(self, block):
         self.bar_marks.append(len(self.flat) // 5)
 
     def end_block(self, block):
-        self.chunk.append((block, self._start[0], len(self.flat) // 5, self._start[1], len(self.line_events) // 2))
-        if len(self.flat) + len(self.line_events) > _CHUNK:
+        self._collect_lines()
+        self.chunk.append((block, self._start[0], len(self.flat) // 5, self._start[1], self.n_line))
+        if len(self.flat) + 2 * self.n_line > _CHUNK:
             self.flush()
 
     def flush(self):
@@ -241,14 +249,45 @@ class _Recorder:
             raw = np.fromiter(self.flat, np.int64, 5 * n).reshape(n, 5)
             bi = np.repeat(np.arange(len(self.chunk)), [c[2] - c[1] for c in self.chunk])
             self._process(raw, bi)
-        if self.lines_on and self.line_events:
-            ev = np.fromiter(self.line_events, np.int64, len(self.line_events)).reshape(-1, 2)
+        if self.lines_on and self.line_arrays:
+            ev = np.stack([np.concatenate([t for t, _ in self.line_arrays]),
+                           np.concatenate([ln for _, ln in self.line_arrays])], axis=1)
             bi = np.repeat(np.arange(len(self.chunk)), [c[4] - c[3] for c in self.chunk])
-            self._divergence(ev, bi)
+            # analysed when Report.divergence() asks (most uses never do), unless too many pile up
+            self.pending_div.append((ev, bi, [c[0] for c in self.chunk]))
+            self.pending_n += len(ev)
+            if self.pending_n > _LAZY_LINE_EVENTS:
+                self.drain_divergence()
+        self.line_arrays.clear()
+        self.n_line = 0
         del self.flat[:]
         del self.line_events[:]
         del self.bar_marks[:]
         del self.chunk[:]
+
+    def new_thread_lines(self):
+        """Called once by each thread of the instrumented kernel: the ``append`` its line markers call."""
+        lines: list = []
+        self.thread_lines.append((self.cur[0]._ts.tid, lines))
+        return lines.append
+
+    def _collect_lines(self):
+        """The block's line events as NumPy (tids, lines): per-thread lists, or the fallback's flat pairs."""
+        tl = self.thread_lines
+        if tl:
+            lens = np.fromiter((len(x) for _, x in tl), np.int64, len(tl))
+            total = int(lens.sum())
+            if total:
+                lines = np.fromiter(itertools.chain.from_iterable(x for _, x in tl), np.int64, total)
+                tids = np.repeat(np.fromiter((t for t, _ in tl), np.int64, len(tl)), lens)
+                self.line_arrays.append((tids, lines))
+                self.n_line += total
+            tl.clear()
+        if self.line_events:
+            ev = np.fromiter(self.line_events, np.int64, len(self.line_events)).reshape(-1, 2)
+            self.line_arrays.append((ev[:, 0].copy(), ev[:, 1].copy()))
+            self.n_line += len(ev)
+            del self.line_events[:]
 
     def _keep(self, block):
         return self.detail_blocks is None or block in self.detail_blocks
@@ -396,7 +435,10 @@ class _Recorder:
         cand = np.nonzero(shared.astype(bool) & (op != _ATOM) & ((size == 4) | (size == 8)))[0]
         if len(cand) < 2:
             return None, size
-        order = cand[np.lexsort((cand, site[cand], gt[cand]))]  # per thread, per site, in program order
+        # per thread, per site, in program order (a stable sort on one combined key)
+        cs = site[cand]
+        cs = cs - cs.min()
+        order = cand[np.argsort(gt[cand] * (int(cs.max()) + 1) + cs, kind="stable")]
         o_gt, o_site, o_op, o_ep, o_a, o_sz = (x[order] for x in (gt, site, op, epoch, A, size))
         m = len(order)
         taken = np.zeros(m, dtype=bool)
@@ -536,7 +578,14 @@ class _Recorder:
                     else:
                         race[3] += 1
 
-    def _divergence(self, ev, bi):
+    def drain_divergence(self):
+        """Analyse the line events kept for the divergence report."""
+        for ev, bi, blocks in self.pending_div:
+            self._divergence(ev, bi, blocks)
+        self.pending_div.clear()
+        self.pending_n = 0
+
+    def _divergence(self, ev, bi, blocks):
         T, L = ev[:, 0], ev[:, 1]
         n = len(T)
         gt = bi * self.nthreads + T
@@ -563,7 +612,7 @@ class _Recorder:
         lanes = np.bincount(np.searchsorted(uw, _warp_of(ut, self.nthreads)), minlength=len(uw))
         nw_per_block = (self.nthreads + 31) // 32
         for j, w in enumerate(uw.tolist()):
-            block = self.chunk[w // nw_per_block][0]
+            block = blocks[w // nw_per_block]
             self.warp_steps[(block, w % nw_per_block)] = (int(wsteps[j]), int(wact[j]), int(lanes[j]))
         # where the lanes of each step went next
         pi, P, pfirst = _group_ids([si, nxt + 1], first=True)
@@ -588,7 +637,7 @@ class _Recorder:
                 for nx, c in sides.items():
                     b[2][nx] += c
                 w = int(sw[st])
-                block = self.chunk[w // nw_per_block][0]
+                block = blocks[w // nw_per_block]
                 if self._keep(block):
                     self.branch_events.append((line, block, w % nw_per_block, int(k[sfirst[st]]), sides))
 
@@ -765,6 +814,9 @@ def _is_vector(dtype):
     return bool(md and md.get(VECTOR_DTYPE_KEY))
 
 
+_NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.number) or t is np.bool_)
+
+
 def _make_array_class(rec: _Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
@@ -859,12 +911,39 @@ def _make_array_class(rec: _Recorder):
             return v
 
         def __setitem__(self, idx, value):
-            self._set(idx, value)
             try:
                 tr = self._tr
             except AttributeError:
                 tr = self._tr = init(self)
-            if value.__class__ is TracedRecord:  # a whole record copied: its fields are loaded one by one
+            vc = value.__class__
+            if tr is not None and (vc is float or vc is int or vc in _NP_SCALARS):
+                # the commonest store, a number at a full index of a plain 1-D or 2-D array: straight to
+                # NumPy (anything unusual, or an index out of range, goes through the engine's checks)
+                d, addr, strides, shared, s0, s1, fast = tr
+                c = idx.__class__
+                if c is int and fast == 1 and idx >= 0:
+                    try:
+                        self.a[idx] = value
+                    except (IndexError, TypeError, ValueError, OverflowError):
+                        self._set(idx, value)
+                    frame = getframe(1)
+                    ts = cur[0]._ts
+                    extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
+                            addr + idx * s0, ts.warp_syncs if shared else 0))
+                    return
+                if c is tuple and fast == 2 and len(idx) == 2 and idx[0].__class__ is int \
+                        and idx[1].__class__ is int and idx[0] >= 0 and idx[1] >= 0:
+                    try:
+                        self.a[idx] = value
+                    except (IndexError, TypeError, ValueError, OverflowError):
+                        self._set(idx, value)
+                    frame = getframe(1)
+                    ts = cur[0]._ts
+                    extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
+                            addr + idx[0] * s0 + idx[1] * s1, ts.warp_syncs if shared else 0))
+                    return
+            self._set(idx, value)
+            if vc is TracedRecord:  # a whole record copied: its fields are loaded one by one
                 value._note_all(_LD, getframe(1))
             if tr is None:
                 return
@@ -1000,11 +1079,8 @@ class _Marker(ast.NodeTransformer):
 
     def mark(self, line, weight=1):
         self.weights[line] = max(self.weights.get(line, 1), weight)
-        return ast.Call(
-            func=ast.Name(id=_LN, ctx=ast.Load()),
-            args=[ast.Tuple(elts=[ast.Name(id=_TIDVAR, ctx=ast.Load()), ast.Constant(line)], ctx=ast.Load())],
-            keywords=[],
-        )
+        # __course_tid__(line): the thread's own list.append (made by the prologue): two loads and a call
+        return ast.Call(func=ast.Name(id=_TIDVAR, ctx=ast.Load()), args=[ast.Constant(line)], keywords=[])
 
     def body(self, stmts):
         out: list = []
@@ -1058,8 +1134,8 @@ _INSTRUMENTED: dict = {}  # id(original code) -> (original code, instrumented co
 def _marker_line(node):
     """The line a marker statement made by _Marker records, or None for any other statement."""
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
-            and node.value.func.id == _LN:
-        return node.value.args[0].elts[1].value
+            and node.value.func.id == _TIDVAR:
+        return node.value.args[0].value
     return None
 
 
@@ -1490,6 +1566,7 @@ class Report:
         if not self._lines:
             raise RuntimeError("this trace ran without line events; call trace(..., lines=True) to see divergence")
         rec = self._rec
+        rec.drain_divergence()
         code = rec.kcode
         branches = []
         for line, (execs, div, sides) in rec.branches.items():
@@ -1592,9 +1669,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
             run = inst
             rec.kcode = inst.__code__
             rec.array_class = _make_array_class(rec)
-            cur = rec.cur
-            g[_LN] = rec.line_events.extend
-            g[_TID_FN] = lambda: cur[0]._ts.tid
+            g[_TID_FN] = lambda: rec.new_thread_lines()  # a course.trace function: the engine's direct mode allows it
         else:
             tracer = _settrace_lines(rec)
     old = sys.gettrace()

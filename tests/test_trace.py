@@ -307,7 +307,9 @@ def test_detail_blocks_and_lines_switch():
     assert "global" in r2.table()
 
 
-def test_tracing_costs_at_most_3x_an_untraced_launch():
+def test_tracing_cost_stays_near_an_untraced_launch():
+    # the target (at most 3x) is measured by scripts/bench_tracer.py on 26 kernels (data/tracer_cost.json);
+    # this only catches a gross regression, with a margin for a loaded test machine
     # a 128x128 tile transpose (16 blocks of 256 threads): the tracer's main use
     n = 128
 
@@ -339,7 +341,7 @@ def test_tracing_costs_at_most_3x_an_untraced_launch():
     assert np.array_equal(out, a.T)
     ratio = min(traced) / min(plain)
     print(f"tracing cost: {ratio:.2f}x an untraced launch")
-    assert ratio < 4.0  # measured 2.5-2.9x (docs/tracer.md); the margin absorbs a loaded machine
+    assert ratio < 4.0  # measured 1.6-1.7x (data/tracer_cost.json); the margin absorbs a loaded machine
 
 
 def _validate_module():
