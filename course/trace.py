@@ -1472,6 +1472,14 @@ class Report:
             )
         t = self.totals()
         out.append("totals: " + ", ".join(f"{k}={v}" for k, v in t.items()))
+        c = self.compiler
+        if c["merged_lines"]:
+            out.append(f"line(s) {', '.join(map(str, c['merged_lines']))}: counted as the GPU compiler built them "
+                       f"(neighbouring shared accesses merged into wider ones; {c['facts']})")
+        if c["unknown_lines"]:
+            out.append(f"line(s) {', '.join(map(str, c['unknown_lines']))}: the GPU compiler may merge these shared "
+                       f"accesses into wider ones, and no compiler was at hand to say ({c['why'] or 'no facts'}); "
+                       "the counts are the source's (`make toolkit` installs the compilers)")
         return "\n".join(out)
 
     def __repr__(self):

@@ -123,5 +123,6 @@ def test_without_facts_the_tracer_says_which_lines_it_could_not_settle(monkeypat
     assert r.compiler["facts"] is None and r.compiler["unknown_lines"] and "ptxas" in r.compiler["why"]
     assert r.totals()["shared_load_requests"] == 8  # the source's count, said to be so
     assert any(row.merge_unknown for row in r.by_line())
+    assert "may merge these shared accesses" in r.table() and "make toolkit" in r.table()
     with pytest.raises(compiler.CompilerUnavailable, match="no compiler facts"):
         trace(k, 1, 64, a, np.zeros(64, np.float32), compiler=True)
