@@ -346,8 +346,27 @@ class RunLog:
         return out
 
 
+#: Kernel start-up failures that say nothing about the notebook (a busy machine: ports, slow imports); the
+#: run is tried once more before a submission is charged with it.
+_STARTUP_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+
+
 def run_notebook(nb, workdir: str, env: dict, cell_timeout: float, total_timeout: float) -> RunLog:
-    """Execute ``nb`` (a copy) in a fresh kernel inside ``workdir``; never raises for the notebook's faults."""
+    """Execute ``nb`` (a copy) in a fresh kernel inside ``workdir``; never raises for the notebook's faults.
+
+    A kernel that dies while starting, before any cell ran, is started once more (seen on a GPU machine
+    with eight graders starting kernels at once): that failure is the machine's, not the learner's.
+    """
+    log = _run_notebook_once(copy.deepcopy(nb), workdir, env, cell_timeout, total_timeout)
+    if log.killed and any(m in log.killed for m in _STARTUP_FAILURES) and not log.errors and not log.output_bytes:
+        first = log.killed
+        log = _run_notebook_once(copy.deepcopy(nb), workdir, env, cell_timeout, total_timeout)
+        if log.killed:
+            log.killed += f" (a second start was tried; the first: {first[:120]})"
+    return log
+
+
+def _run_notebook_once(nb, workdir: str, env: dict, cell_timeout: float, total_timeout: float) -> RunLog:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 

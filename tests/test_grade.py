@@ -207,3 +207,43 @@ def test_a_kernel_that_allocates_too_much_fails_alone():
                    "    x[0] = 1\n")
     r = judge_isolated(found, E.get("01.vector_add"), launch_timeout=5, hard_limit=60)
     assert r["status"] == "error" and r["score"] == 0, r
+
+
+def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
+    # a busy machine (eight graders starting kernels at once) can lose a kernel before any cell runs:
+    # that must not be charged to the learner
+    from course import grade as G
+
+    calls = []
+
+    def once(nb, workdir, env, cell_timeout, total_timeout):
+        calls.append(1)
+        log = G.RunLog()
+        if len(calls) == 1:
+            log.killed = "the notebook could not be run (RuntimeError: Kernel died before replying to kernel_info)"
+        return log
+
+    monkeypatch.setattr(G, "_run_notebook_once", once)
+    assert G.run_notebook({}, ".", {}, 1, 1).killed == "" and len(calls) == 2
+    calls.clear()
+
+    def always(nb, workdir, env, cell_timeout, total_timeout):
+        calls.append(1)
+        log = G.RunLog()
+        log.killed = "the notebook could not be run (RuntimeError: Kernel died before replying to kernel_info)"
+        return log
+
+    monkeypatch.setattr(G, "_run_notebook_once", always)
+    log = G.run_notebook({}, ".", {}, 1, 1)
+    assert len(calls) == 2 and "a second start was tried" in log.killed  # then it is reported, not hidden
+
+    def cell_error(nb, workdir, env, cell_timeout, total_timeout):  # a notebook's own fault: no second run
+        calls.append(1)
+        log = G.RunLog()
+        log.errors.append((2, "RuntimeError", "boom"))
+        return log
+
+    calls.clear()
+    monkeypatch.setattr(G, "_run_notebook_once", cell_error)
+    G.run_notebook({}, ".", {}, 1, 1)
+    assert len(calls) == 1
