@@ -126,13 +126,10 @@ def rel_filename(name: str) -> str:
 
 
 def _device_fn(value):
-    """The Python function behind a device-function object (simulator or GPU), else None."""
-    cls = type(value).__name__
-    if cls == "FakeCUDAKernel" and getattr(value, "_device", False):
-        return value.fn
-    if cls == "CUDADispatcher" and getattr(value, "targetoptions", {}).get("device"):
-        return value.py_func
-    return None
+    """The Python function behind a device-function object (simulator or GPU), else None (the engine's rule)."""
+    from course.engine import _device_py_func  # the parent process only: the child never describes
+
+    return _device_py_func(value)
 
 
 def _importable(value) -> Optional[tuple]:

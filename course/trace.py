@@ -814,14 +814,12 @@ def _is_vector(dtype):
     return bool(md and md.get(VECTOR_DTYPE_KEY))
 
 
-_NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.number) or t is np.bool_)
-
-
 def _make_array_class(rec: _Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
     cur = rec.cur
     getframe = sys._getframe
+    numbers = _engine._NUMBER_TYPES  # NumPy scalar types: stored as they are
     kcode = rec.kcode
     traced = _TRACED_SPACES
 
@@ -916,7 +914,7 @@ def _make_array_class(rec: _Recorder):
             except AttributeError:
                 tr = self._tr = init(self)
             vc = value.__class__
-            if tr is not None and (vc is float or vc is int or vc in _NP_SCALARS):
+            if tr is not None and (vc is float or vc is int or vc in numbers):
                 # the commonest store, a number at a full index of a plain 1-D or 2-D array: straight to
                 # NumPy (anything unusual, or an index out of range, goes through the engine's checks)
                 d, addr, strides, shared, s0, s1, fast = tr
