@@ -487,8 +487,10 @@ def grade_one(label: str, data: bytes, opts: dict) -> dict:
         # the kernel imports its own copy of the course: whatever it does to it stays in that copy
         pkg = os.path.join(work, "pkg")
         shutil.copytree(PACKAGE, os.path.join(pkg, "course"), ignore=shutil.ignore_patterns("__pycache__"))
-        env = dict(os.environ, PYTHONPATH=pkg, COURSE_CHECK="skip",
-                   PYTHONDONTWRITEBYTECODE="1")
+        # the copy first; whatever the grader's own PYTHONPATH holds stays reachable after it (a machine that
+        # has ipykernel or numpy only there — the GPU lane's /tmp/site — would otherwise lose its kernel)
+        pypath = os.pathsep.join([pkg] + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x])
+        env = dict(os.environ, PYTHONPATH=pypath, COURSE_CHECK="skip", PYTHONDONTWRITEBYTECODE="1")
         env.pop("COURSE_STRICT", None)
         log = run_notebook(nbformat.reads(data.decode("utf-8"), as_version=4), work, env,
                            opts["cell_timeout"], opts["timeout"])

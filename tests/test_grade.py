@@ -247,3 +247,23 @@ def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
     monkeypatch.setattr(G, "_run_notebook_once", cell_error)
     G.run_notebook({}, ".", {}, 1, 1)
     assert len(calls) == 1
+
+
+def test_the_notebook_kernel_keeps_the_graders_python_path(monkeypatch, tmp_path):
+    # the kernel imports its own copy of the course first; what the grader's PYTHONPATH holds must stay
+    # reachable after it (on the GPU lane ipykernel lives only there: replacing it killed every kernel)
+    from course import grade as G
+
+    seen = {}
+
+    def fake_run(nb, workdir, env, cell_timeout, total_timeout):
+        seen["path"] = env["PYTHONPATH"].split(os.pathsep)
+        return G.RunLog()
+
+    monkeypatch.setattr(G, "run_notebook", fake_run)
+    monkeypatch.setattr(G, "judge_isolated", lambda found, ex, t: G._row(ex.name, "pass", 1, 1, "stub"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), str(tmp_path / "repo")]))
+    data = (pathlib.Path(__file__).parent / "fixtures/submissions/adversarial/misbehaving.ipynb").read_bytes()
+    G.grade_one("misbehaving.ipynb", data, {"cell_timeout": 1, "timeout": 1, "launch_timeout": 1})
+    path = seen["path"]
+    assert path[0].endswith("pkg") and path[1:] == [str(tmp_path / "site"), str(tmp_path / "repo")]
