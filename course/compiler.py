@@ -241,11 +241,10 @@ class _Describer:
 def describe(fn, argtypes) -> tuple:
     """(fingerprint, spec) of kernel function ``fn`` compiled for ``argtypes`` (numba types)."""
     d = _Describer()
-    kernel_ref = _importable(fn)
     d.func(fn)
     d.h.update(repr((tuple(str(t) for t in argtypes), CC, FORMAT)).encode())
     spec = {"functions": d.specs, "kernel": 0, "argtypes": pickle.dumps(tuple(argtypes), protocol=4),
-            "cc": CC, "root": str(ROOT),
+            "cc": CC,
             "label": f"{rel_filename(fn.__code__.co_filename)}:{fn.__code__.co_firstlineno} {fn.__name__}"
                      f"({', '.join(str(t) for t in argtypes)})"}
     return d.h.hexdigest()[:32], spec
