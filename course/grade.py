@@ -354,8 +354,9 @@ _STARTUP_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn'
 def run_notebook(nb, workdir: str, env: dict, cell_timeout: float, total_timeout: float) -> RunLog:
     """Execute ``nb`` (a copy) in a fresh kernel inside ``workdir``; never raises for the notebook's faults.
 
-    A kernel that dies while starting, before any cell ran, is started once more (seen on a GPU machine
-    with eight graders starting kernels at once): that failure is the machine's, not the learner's.
+    A kernel that dies while starting, before any cell ran, is started once more: no cell of the learner's
+    has run, so the failure is the machine's (a busy box, a slow import), not the learner's. A second failure
+    is reported with the first.
     """
     log = _run_notebook_once(copy.deepcopy(nb), workdir, env, cell_timeout, total_timeout)
     if log.killed and any(m in log.killed for m in _STARTUP_FAILURES) and not log.errors and not log.output_bytes:
