@@ -51,6 +51,25 @@ SHARED_PHASE_LANES = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
 #: whole-warp merge — so 16-byte phases merge in pairs (half warps).
 MERGED_PHASES = {8: 32, 16: 16}
 
+#: A structured dtype carrying this key in its metadata is a *vector*, not a record: the course's CPU
+#: twins of 16-byte loads view a row of floats as wide elements (course.kernels.matmul.gload4, the
+#: vectorized reductions), and the tracer counts one access of the whole element, as the GPU's one
+#: LDG.E.128/LDS.128 — not the byte-by-byte field accesses of a record (course.trace).
+VECTOR_DTYPE_KEY = "course_vector"
+
+
+def vector_dtype(nfloats: int):
+    """The dtype of ``nfloats`` float32 seen as one wide element (see VECTOR_DTYPE_KEY)."""
+    import numpy as np
+
+    return np.dtype([(f"f{k}", np.float32) for k in range(nfloats)], metadata={VECTOR_DTYPE_KEY: True})
+
+
+def is_vector_dtype(dtype) -> bool:
+    md = dtype.metadata
+    return bool(md and md.get(VECTOR_DTYPE_KEY))
+
+
 Addrs = Sequence[Optional[int]]
 
 
@@ -104,18 +123,16 @@ def _merge_groups(addrs: Addrs, size: int) -> list:
         return []
     out = []
     for lo in range(0, len(addrs), span):
-        group = addrs[lo:lo + span]
-        if all(a is None for a in group):
+        group = range(lo, min(lo + span, len(addrs)))
+        if all(addrs[i] is None for i in group) or not _fits_one_wavefront(addrs, size, group):
             continue
-        distinct_bytes = 0
-        union: dict[int, set[int]] = defaultdict(set)
-        for lanes in phases(len(group), size):
-            words = {w for lane in lanes if group[lane] is not None for w in words_of(group[lane], size)}
-            distinct_bytes += BANK_BYTES * len(words)
-            for w in words:
-                union[w % BANKS].add(w)
-        if distinct_bytes <= WAVEFRONT_BYTES and all(len(ws) == 1 for ws in union.values()):
-            out.append(range(lo, min(lo + span, len(addrs))))
+        union: dict[int, set[int]] = defaultdict(set)  # bank -> distinct words, the group's phases together
+        for i in group:
+            if addrs[i] is not None:
+                for w in words_of(addrs[i], size):
+                    union[w % BANKS].add(w)
+        if all(len(ws) == 1 for ws in union.values()):
+            out.append(group)
     return out
 
 

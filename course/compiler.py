@@ -51,7 +51,10 @@ CC = (9, 0)  # the H200's compute capability: the machine the course validates a
 TIMEOUT_S = 240  # one child compiles a handful of kernels; ptxas on a fully unrolled loop takes ~1 s
 FORMAT = 1
 
-_MEM_OP = re.compile(r"^\s*(?:@!?U?P\w+\s+)?((?:LDS|STS|LDG|STG|LDSM|ATOMS|ATOMG|ATOM|RED|LD|ST)(?:\.[\w]+)*)\b")
+#: A memory instruction in SASS (``nvdisasm`` / ``inspect_sass`` text): group 1 the predicate (``@P0 ``, if any),
+#: group 2 the mnemonic with its modifiers (``LDS.128``, ``STG.E.U8``).  scripts/gpu/validate_tracer.py uses it too.
+SASS_MEM_OP = re.compile(r"^\s*(?:/\*[0-9a-f]+\*/)?\s*(@!?U?P[T0-9]+\s+)?((?:LDG|STG|LDS|STS|LDSM|LD|ST|ATOMS|ATOMG|ATOM|RED)"
+                         r"(?:\.[A-Z0-9_]+)*)\b")
 _LINE = re.compile(r'//## File "([^"]*)", line (\d+)')
 
 _memo: dict = {}  # fingerprint -> facts (or None: tried, unavailable)
@@ -254,16 +257,24 @@ def describe(fn, argtypes) -> tuple:
 # The child: rebuild, compile, disassemble
 
 
-_CHILD = r'''
-import os, sys, types, pickle, json
+#: The start of a child script (``python -c``, the repository root as ``sys.argv[1]``) that imports the
+#: course's modules as for a GPU, on a machine without one: numba in hardware mode, and a bare ``course``
+#: package whose backend says "gpu", so kernel modules take their GPU branch (course.on_gpu()) and
+#: kernels type and compile as on the H200.  tests/test_gpu_typing.py starts its child the same way.
+HARDWARE_MODE_PRELUDE = r'''
+import os, sys, types
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 os.environ.pop("COURSE_BACKEND", None)
 root = sys.argv[1]
 pkg = types.ModuleType("course"); pkg.__path__ = [root + "/course"]; sys.modules["course"] = pkg
 sys.path.insert(0, root)
 import course.backend as backend
-backend._chosen = "gpu"  # compile as for the GPU: modules that ask course.on_gpu() take their GPU branch
+backend._chosen = "gpu"
 pkg.on_gpu, pkg.pick, pkg.BACKEND = backend.on_gpu, backend.pick, "gpu"
+'''
+
+_CHILD = HARDWARE_MODE_PRELUDE + r'''
+import pickle, json
 from course import compiler
 jobs = pickle.load(sys.stdin.buffer)
 out = [compiler._child_compile(job, sys.argv[2], sys.argv[3]) for job in jobs]
@@ -346,13 +357,10 @@ def sass_by_line(sass: str) -> dict:
         if m:
             where = f"{rel_filename(m.group(1))}:{m.group(2)}"
             continue
-        if "/*" not in text:
-            continue
-        body = text.split("*/", 1)[-1] if text.strip().startswith("/*") else text
-        mm = _MEM_OP.match(body)
+        mm = SASS_MEM_OP.match(text)
         if mm and where is not None:
             ops = lines.setdefault(where, {})
-            ops[mm.group(1)] = ops.get(mm.group(1), 0) + 1
+            ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
     return lines
 
 

@@ -293,24 +293,15 @@ class _Recorder:
         return self.detail_blocks is None or block in self.detail_blocks
 
     # ---- registries
-    def desc_of(self, arr):
-        key = (arr.space, arr.base_addr, arr.name, arr.a.dtype.str)
-        d = self.desc_ids.get(key)
-        if d is None:
-            split = arr.a.dtype.kind == "c" and bool(SPLIT_COMPLEX.get(arr.space))
-            d = self.desc_ids[key] = len(self.descs)
-            desc = _Desc(arr, split)
-            self.descs.append(desc)
-            self.arrays.setdefault((desc.space, desc.base), (desc.name, desc.shape, desc.itemsize))
-        return d
-
-    def desc_of_field(self, arr, field, size=None):
-        """The descriptor of one field of a structured array (``field`` "" : the whole record), ``size`` bytes a go."""
+    def desc_of(self, arr, field=None, size=None):
+        """The descriptor of an array's accesses; with ``field``, of one field of a structured array ("" : the
+        whole record), and ``size``, of accesses that many bytes wide (a packed record moves byte by byte)."""
         key = (arr.space, arr.base_addr, arr.name, arr.a.dtype.str, field, size)
         d = self.desc_ids.get(key)
         if d is None:
+            split = field is None and arr.a.dtype.kind == "c" and bool(SPLIT_COMPLEX.get(arr.space))
             d = self.desc_ids[key] = len(self.descs)
-            desc = _Desc(arr, False, field or None, size)
+            desc = _Desc(arr, split, field or None, size)
             self.descs.append(desc)
             self.arrays.setdefault((desc.space, desc.base), (arr.name, desc.shape, desc.itemsize))
         return d
@@ -503,7 +494,7 @@ class _Recorder:
             if self.compiler_job is not None and self.compiler_mode is not False:
                 key, spec = self.compiler_job
                 with _engine.clock_paused():  # a compile is not the kernel's time
-                    self._facts = _compiler.facts_for(key, spec, compile=self.compiler_mode is not False)
+                    self._facts = _compiler.facts_for(key, spec)
                 if self._facts is None:
                     self.compiler_why = _compiler.why(key)
                     if self.compiler_mode is True:
@@ -803,17 +794,6 @@ def _offset(addr, idx, strides):
     return addr + int(idx) * strides[0]
 
 
-#: A structured dtype carrying this key in its metadata is a *vector*: the course's kernels view a row of
-#: floats as 16-byte elements to model one LDG.E.128/LDS.128 (course.kernels.matmul.gload4) — one access
-#: of the whole element, not a record whose fields are read one by one.
-VECTOR_DTYPE_KEY = "course_vector"
-
-
-def _is_vector(dtype):
-    md = dtype.metadata
-    return bool(md and md.get(VECTOR_DTYPE_KEY))
-
-
 def _make_array_class(rec: _Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
@@ -898,7 +878,7 @@ def _make_array_class(rec: _Recorder):
                     addr += idx * s0
                 else:  # tuples, NumPy integers (which must not overflow in int32 arithmetic)
                     addr = _offset(addr, idx, strides)
-                if v.__class__ is Record and not _is_vector(self.a.dtype):
+                if v.__class__ is Record and not analysis.is_vector_dtype(self.a.dtype):
                     # p[i] of a structured array: on the GPU p[i].x loads the field alone, so the
                     # record reports its field accesses, not this one
                     return TracedRecord(v._v, self, addr)
@@ -920,17 +900,13 @@ def _make_array_class(rec: _Recorder):
                 d, addr, strides, shared, s0, s1, fast = tr
                 c = idx.__class__
                 if c is int and fast == 1 and idx >= 0:
-                    try:
-                        self.a[idx] = value
-                    except (IndexError, TypeError, ValueError, OverflowError):
-                        self._set(idx, value)
-                    frame = getframe(1)
-                    ts = cur[0]._ts
-                    extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
-                            addr + idx * s0, ts.warp_syncs if shared else 0))
-                    return
-                if c is tuple and fast == 2 and len(idx) == 2 and idx[0].__class__ is int \
+                    off = idx * s0
+                elif c is tuple and fast == 2 and len(idx) == 2 and idx[0].__class__ is int \
                         and idx[1].__class__ is int and idx[0] >= 0 and idx[1] >= 0:
+                    off = idx[0] * s0 + idx[1] * s1
+                else:
+                    off = None
+                if off is not None:
                     try:
                         self.a[idx] = value
                     except (IndexError, TypeError, ValueError, OverflowError):
@@ -938,7 +914,7 @@ def _make_array_class(rec: _Recorder):
                     frame = getframe(1)
                     ts = cur[0]._ts
                     extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
-                            addr + idx[0] * s0 + idx[1] * s1, ts.warp_syncs if shared else 0))
+                            addr + off, ts.warp_syncs if shared else 0))
                     return
             self._set(idx, value)
             if vc is TracedRecord:  # a whole record copied: its fields are loaded one by one
@@ -960,7 +936,7 @@ def _make_array_class(rec: _Recorder):
                 addr = addr + idx * s0 if idx.__class__ is int else _offset(addr, idx, strides)
             frame = getframe(1)
             ts = cur[0]._ts
-            if a.dtype.fields and not _is_vector(a.dtype):
+            if a.dtype.fields and not analysis.is_vector_dtype(a.dtype):
                 return _bytewise(self, addr, _ST, frame)
             extend((d + _ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
                     ts.warp_syncs if shared else 0))
@@ -993,18 +969,15 @@ def _make_array_class(rec: _Recorder):
             fields = dtype.fields
             if arr.space not in traced or not fields or name not in fields:
                 return
-            ts = cur[0]._ts
-            key = frame.f_lasti if frame.f_code is kcode else far(frame)
-            ws = ts.warp_syncs if arr.space == "shared" else 0
             addr = self._addr + fields[name][1]
             if dtype.isalignedstruct:  # np.dtype(..., align=True): one access of the field's size
-                extend(((rec.desc_of_field(arr, name) << 2) + op, key, ts.tid, addr, ws))
+                ts = cur[0]._ts
+                extend(((rec.desc_of(arr, name) << 2) + op, frame.f_lasti if frame.f_code is kcode else far(frame),
+                        ts.tid, addr, ts.warp_syncs if arr.space == "shared" else 0))
                 return
             # a packed record (NumPy's default) has alignment 1 for numba: the GPU code moves a field byte
-            # by byte (LDG.E.U8 per byte, seen in the SASS), so: one 1-byte access per byte, in order
-            d = (rec.desc_of_field(arr, name, 1) << 2) + op
-            for b in range(fields[name][0].itemsize):
-                extend((d, key, ts.tid, addr + b, ws))
+            # by byte (LDG.E.U8 per byte, seen in the SASS)
+            _bytewise(arr, addr, op, frame, name, fields[name][0].itemsize)
 
         def _note_all(self, op, frame):
             _bytewise(self._arr, self._addr, op, frame)
@@ -1029,16 +1002,17 @@ def _make_array_class(rec: _Recorder):
             if key.__class__ is str:
                 self._note(key, _ST, getframe(1))
 
-    def _bytewise(arr, addr, op, frame):
-        # a whole record copied: numba's GPU code moves it byte by byte (32 LDG.E.U8 and 32 STG.E.U8 for a
-        # 32-byte record, aligned or not, in the SASS), one 1-byte access per byte, in order
+    def _bytewise(arr, addr, op, frame, field="", nbytes=None):
+        # one 1-byte access per byte, in order: a field of a packed record, or ("" field) a whole record
+        # copied, which numba's GPU code moves byte by byte aligned or not (32 LDG.E.U8 and 32 STG.E.U8 for
+        # a 32-byte record, in the SASS)
         if arr.space not in traced:
             return
         ts = cur[0]._ts
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ws = ts.warp_syncs if arr.space == "shared" else 0
-        d = (rec.desc_of_field(arr, "", 1) << 2) + op
-        for b in range(arr.a.dtype.itemsize):
+        d = (rec.desc_of(arr, field, 1) << 2) + op
+        for b in range(arr.a.dtype.itemsize if nbytes is None else nbytes):
             extend((d, key, ts.tid, addr + b, ws))
 
     def _record_region(arr, idx, frame):
@@ -1058,7 +1032,7 @@ def _make_array_class(rec: _Recorder):
 # condition) that appends (thread, line) to a list: far cheaper than sys.settrace, which slows every
 # Python call while it is on.  When the source is not available, sys.settrace does the same job.
 
-_LN, _TID_FN, _TIDVAR = "__course_trace_line__", "__course_trace_tid__", "__course_tid__"
+_TID_FN, _TIDVAR = "__course_trace_tid__", "__course_tid__"
 
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
@@ -1667,7 +1641,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     run = kernel
     tracer = None
     g = fn.__globals__
-    saved = {k: g[k] for k in (_LN, _TID_FN) if k in g}
+    saved = {k: g[k] for k in (_TID_FN,) if k in g}
     if lines:
         inst = _instrument(fn)
         if inst is not None:
@@ -1688,7 +1662,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     finally:
         if tracer is not None:
             sys.settrace(old)
-        for k in (_LN, _TID_FN):
+        for k in (_TID_FN,):
             if k in saved:
                 g[k] = saved[k]
             else:

@@ -13,18 +13,14 @@ import sys
 
 import pytest
 
+from course.compiler import HARDWARE_MODE_PRELUDE
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-SCRIPT = r'''
-import importlib, os, sys, types
-os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-root = sys.argv[1]
-# a bare `course` package, so that importing kernel modules does not choose the CPU backend here
-pkg = types.ModuleType("course"); pkg.__path__ = [root + "/course"]; sys.modules["course"] = pkg
-sys.path.insert(0, root)
-import course.backend as backend
-backend._chosen = "gpu"  # type as the GPU would: modules that ask course.on_gpu() get their GPU setup
-pkg.on_gpu, pkg.pick, pkg.BACKEND = backend.on_gpu, backend.pick, "gpu"
+# a bare `course` package in hardware mode (course.compiler's prelude), so that importing kernel modules
+# does not choose the CPU backend here and they take their GPU setup
+SCRIPT = HARDWARE_MODE_PRELUDE + r'''
+import importlib
 from numba import typeof
 from numba import cuda
 from numba.core import errors

@@ -51,6 +51,7 @@ from typing import Callable
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
+from course.analysis import vector_dtype
 from numba import cuda, float32
 
 TILE = 16  # the seed's TILE_SIZE: 16×16 = 256 threads per block
@@ -109,9 +110,8 @@ def random_operands(m: int, k: int, n: int, rng=None):
 # --- 16-byte accesses: one instruction for 4 neighbouring floats ---------------------------------------
 
 
-# four floats as one element; the metadata tells the tracer it is one 16-byte vector access, not a record
-# whose fields are read one by one (course.trace: VECTOR_DTYPE_KEY)
-_VEC4 = np.dtype([(f"f{k}", np.float32) for k in range(4)], metadata={"course_vector": True})
+# four floats as one element: one 16-byte access for the tracer, not a record read field by field
+_VEC4 = vector_dtype(4)
 
 
 def _vec_view(arr, idx):

@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
+from course.analysis import vector_dtype
 from numba import cuda, float32
 
 FULL_MASK = 0xFFFFFFFF
@@ -131,7 +132,7 @@ _VIEWS: dict = {}
 
 def _cpu_vector_load(width):
     """The CPU engine's twin of the intrinsic: the same bytes read as one ``4*width``-byte element."""
-    vec = np.dtype([(f"f{k}", np.float32) for k in range(width)], metadata={"course_vector": True})  # one wide access
+    vec = vector_dtype(width)  # one wide access for the tracer (course.analysis.VECTOR_DTYPE_KEY)
 
     def load(a, i):
         if width == 1:

@@ -35,7 +35,6 @@ import json
 import os
 import pathlib
 import pkgutil
-import re
 import shutil
 import subprocess
 import sys
@@ -198,23 +197,21 @@ def gpu_side(args) -> None:
     path.write_text(json.dumps({"launches": launched, "provenance": prov, "module_errors": errors}, indent=1))
 
 
-_MEM_OP = re.compile(r"^\s*(?:/\*[0-9a-f]+\*/)?\s*(@!?U?P[T0-9]+\s+)?((?:LDG|STG|LDS|STS|LDSM|LD|ST|ATOMS|ATOMG|ATOM|RED)"
-                     r"(?:\.[A-Z0-9_]+)*)\b")
-
-
 def sass_memory_ops(compiled):
     """The memory instructions of a compiled kernel's SASS, counted by opcode (static, not executed).
 
     Explains a difference with ncu: e.g. ``LDS.128`` where the tracer sees four 4-byte loads, or a
     predicated ``@P0 LDS``.  Needs nvdisasm; returns a note when it is missing.
     """
+    from course.compiler import SASS_MEM_OP  # (this runs in the GPU child, where course is imported)
+
     try:
         sass = compiled.inspect_sass()
     except Exception as exc:  # nvdisasm not on PATH, or an older numba-cuda
         return {"unavailable": f"{type(exc).__name__}: {str(exc)[:80]}"}
     ops: dict = {}
     for line in sass.splitlines():
-        m = _MEM_OP.match(line)
+        m = SASS_MEM_OP.match(line)
         if m:
             key = ("@P " if m.group(1) else "") + m.group(2)
             ops[key] = ops.get(key, 0) + 1
