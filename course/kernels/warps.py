@@ -20,6 +20,22 @@ Versions, in teaching order (each line: the idea):
 6. ``chain``            path A alone: the baseline, and the kernel of the block-size sweep (blocks that
                         are not a multiple of 32 leave lanes of their last warp empty, seed 003 §2).
 
+Independent thread scheduling (独立线程调度, Volta and later: every thread has its own program counter,
+so the 32 lanes of a warp are *not* guaranteed to run in lock-step):
+
+7. ``warp_lock``        every thread takes one spin lock (``atomic.cas``) in turn.  The lanes that lose
+                        spin while the winner, in the same warp, must get past the loop and release the
+                        lock: a GPU that ran a warp's lanes in lock-step would hang here (pre-Volta GPUs
+                        did); with per-thread scheduling it finishes.
+8. ``last_warp_unsynced`` the classic unrolled last-warp reduction: a block's tree in shared memory down
+                        to 64 values, then the first warp finishes with six ``s[t] += s[t + k]`` steps and
+                        no barrier, trusting the lanes to move together.  That trust is a bug: nothing
+                        makes lane 0 wait for lane 16's previous step.
+9. ``last_warp_syncwarp`` the fix: each step reads into a register, ``cuda.syncwarp()``, writes,
+                        ``cuda.syncwarp()`` (the pattern of NVIDIA's "Using CUDA Warp-Level Primitives").
+10. ``half_warp_sum``   what a ``*_sync`` mask means: only lanes 0-15 call ``shfl_down_sync(0x0000FFFF, ...)``;
+                        the mask names the lanes that take part, and every lane it names must call it.
+
 ``KERNELS`` lists each version with its NumPy reference.  ``PATH_A`` / ``PATH_B`` are the two
 computations, written once in NumPy so that the references share nothing with the kernels.
 
@@ -154,6 +170,110 @@ def chain(x, out, iters):
         out[i] = v
 
 
+# --- 7-10: independent thread scheduling and syncwarp --------------------------------------------------
+
+LOCK_FREE, LOCK_TAKEN = 0, 1
+REDUCE_THREADS = 256  # threads per block of the last-warp reductions (their shared array's size)
+HALF_WARP = 0x0000FFFF
+
+
+@cuda.jit
+def warp_lock(lock, tickets, inside, overlaps):
+    """Each thread takes the spin lock ``lock[0]`` in turn and draws a ticket inside it.
+
+    A lane that loses the compare-and-swap loops; the lane that won, in the same warp, must leave the
+    loop, draw its ticket and release the lock before the losers can win.  Lock-step lanes (one program
+    counter per warp) would keep running the losers' loop forever; per-thread program counters let the
+    winner go on.  ``inside`` counts the threads in the critical section (it must be 0 on entry) and
+    ``overlaps`` counts entries that found another thread there: 0 when the lock works.
+    """
+    t = cuda.grid(1)
+    if t < tickets.size:
+        while cuda.atomic.cas(lock, 0, LOCK_FREE, LOCK_TAKEN) != LOCK_FREE:
+            pass  # spin: another lane, maybe of this very warp, holds the lock
+        if cuda.atomic.add(inside, 0, 1) != 0:
+            cuda.atomic.add(overlaps, 0, 1)  # someone else was inside: mutual exclusion broken
+        tickets[t] = cuda.atomic.add(inside, 1, 1)  # inside[1]: the ticket counter, 0, 1, 2 ... in lock order
+        cuda.atomic.sub(inside, 0, 1)
+        cuda.threadfence()
+        cuda.atomic.exch(lock, 0, LOCK_FREE)
+
+
+@cuda.jit
+def last_warp_unsynced(a, out):
+    """out[block] = sum of the block's 256 elements; the last warp's six steps have no barrier (the bug)."""
+    s = cuda.shared.array(REDUCE_THREADS, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REDUCE_THREADS + t
+    s[t] = a[i] if i < a.size else float32(0)
+    cuda.syncthreads()
+    stride = REDUCE_THREADS // 2
+    while stride > 32:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t < 32:  # "a warp runs in lock-step, so no barrier is needed" -- false since Volta
+        s[t] += s[t + 32]
+        s[t] += s[t + 16]
+        s[t] += s[t + 8]
+        s[t] += s[t + 4]
+        s[t] += s[t + 2]
+        s[t] += s[t + 1]
+    if t == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+
+@cuda.jit
+def last_warp_syncwarp(a, out):
+    """The same reduction, the last warp fixed: read, syncwarp, write, syncwarp at every step."""
+    s = cuda.shared.array(REDUCE_THREADS, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * REDUCE_THREADS + t
+    s[t] = a[i] if i < a.size else float32(0)
+    cuda.syncthreads()
+    stride = REDUCE_THREADS // 2
+    while stride > 32:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if t < 32:
+        v = s[t] + s[t + 32]
+        cuda.syncwarp()  # every lane has read s[t + 32] ...
+        s[t] = v
+        cuda.syncwarp()  # ... and written s[t] before anyone reads it
+        k = 16
+        while k > 0:
+            v += s[t + k]
+            cuda.syncwarp()
+            s[t] = v
+            cuda.syncwarp()
+            k //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+
+@cuda.jit
+def half_warp_sum(x, out):
+    """Lanes 0-15 of each warp sum their values with shfl_down_sync(0x0000FFFF, ...); lane 0 writes the sum.
+
+    The mask says which lanes take part: all 16 named lanes call the shuffle, the other 16 do not.  A lane
+    reading from a lane outside the mask (lane 12 + 8 = 20) gets an undefined value, but lane 0's sum only
+    ever reads lanes 0-15.
+    """
+    i = cuda.grid(1)
+    lane = cuda.threadIdx.x % 32
+    if lane < 16:
+        v = x[i]
+        k = 8
+        while k > 0:
+            v += cuda.shfl_down_sync(HALF_WARP, v, k)
+            k //= 2
+        if lane == 0:
+            out[i // 32] = v
+
+
 # --- NumPy references ------------------------------------------------------------------------------------
 
 
@@ -218,6 +338,79 @@ def reference_flag_branch(x, flags, iters):
 def reference_chain(x, iters):
     """What chain writes: path A everywhere."""
     return PATH_A(x, iters)
+
+
+def reference_block_sums(a: np.ndarray, threads_per_block: int = REDUCE_THREADS) -> np.ndarray:
+    """The sum of each block's elements (zero-padded), in float64: what the last-warp reductions must write."""
+    pad = (-a.size) % threads_per_block
+    return np.concatenate([a.astype(np.float64), np.zeros(pad)]).reshape(-1, threads_per_block).sum(axis=1)
+
+
+def reference_half_warp_sum(x: np.ndarray) -> np.ndarray:
+    """Lanes 0-15 of each 32-element warp summed (x.size a multiple of 32)."""
+    return x.astype(np.float64).reshape(-1, 32)[:, :16].sum(axis=1)
+
+
+# --- running the scheduling demos ----------------------------------------------------------------------------
+
+
+class LockResult(NamedTuple):
+    """What a warp_lock launch left behind: did every thread get through, one at a time?"""
+
+    threads: int
+    tickets: np.ndarray  # the order in which threads took the lock (a permutation of 0 .. threads-1 when sound)
+    overlaps: int  # entries that found another thread inside (0 when the lock excludes)
+
+    @property
+    def finished(self) -> bool:
+        return bool(np.array_equal(np.sort(self.tickets), np.arange(self.threads)))
+
+
+def run_warp_lock(threads: int = 32, threads_per_block: int = 32) -> LockResult:
+    """Launch warp_lock with ``threads`` threads (one warp by default) and return what it recorded.
+
+    On a GPU without per-thread scheduling this launch never returns; on cc >= 7.0 it must finish.  A
+    caller timing it on a real GPU should run it in a child process with a time limit.
+    """
+    lock = np.zeros(1, np.int32)
+    tickets = np.full(threads, -1, np.int32)
+    inside = np.zeros(2, np.int32)
+    overlaps = np.zeros(1, np.int32)
+    warp_lock[-(-threads // threads_per_block), threads_per_block](lock, tickets, inside, overlaps)
+    return LockResult(threads, tickets, int(overlaps[0]))
+
+
+LAST_WARP = {"last_warp_unsynced": last_warp_unsynced, "last_warp_syncwarp": last_warp_syncwarp}
+
+
+class ReduceResult(NamedTuple):
+    """A last-warp reduction checked block by block against NumPy."""
+
+    name: str
+    blocks: int
+    wrong_blocks: int  # blocks whose sum differs from the exact sum
+    first_wrong: int  # index of the first wrong block, -1 when none
+    got: float  # that block's result (or block 0's when none is wrong)
+    want: float
+
+
+def run_last_warp(name: str, blocks: int = 64, rng=None) -> ReduceResult:
+    """Run ``last_warp_unsynced`` or ``last_warp_syncwarp`` over ``blocks`` blocks of 256 fresh values.
+
+    The values are small integers stored as float32, so every partial sum is exact and any difference
+    from NumPy is a missed update, never rounding.
+    """
+    if name not in LAST_WARP:
+        raise KeyError(f"{name!r}: use one of {', '.join(LAST_WARP)}")
+    rng = np.random.default_rng(0) if rng is None else rng
+    a = rng.integers(1, 16, blocks * REDUCE_THREADS).astype(np.float32)
+    out = np.zeros(blocks, np.float32)
+    LAST_WARP[name][blocks, REDUCE_THREADS](a, out)
+    want = reference_block_sums(a)
+    wrong = np.flatnonzero(out.astype(np.float64) != want)
+    k = int(wrong[0]) if wrong.size else 0
+    return ReduceResult(name, blocks, int(wrong.size), int(wrong[0]) if wrong.size else -1, float(out[k]),
+                        float(want[k]))
 
 
 # --- the registry ------------------------------------------------------------------------------------------
