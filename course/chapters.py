@@ -67,11 +67,13 @@ CHAPTERS = (
     Chapter(9, "tiled_matmul", "Tiled matrix multiply", "分块矩阵乘法", "002 §1.3"),
     Chapter(10, "measure_dont_guess", "Measure, don't guess", "测量驱动，而非直觉驱动",
             "000 §4.7 and §5, 001 §4.3 and §6, 003 §4"),
+    Chapter(11, "multi_gpu", "Several GPUs", "多 GPU", "001 §4.2"),
 )
 
 # Parts of the articles the course mentions but does not teach, and why (shown in chapter 00).
 NOT_TAUGHT = {
-    "001 §4.2": "multi-GPU training and mixed precision: about frameworks, not about how one kernel runs",
+    "001 §4.2 (training)": "gradient accumulation and loss scaling: about training frameworks, not about how a kernel runs "
+                           "(chapter 11 teaches the devices, copies and all-reduce that data parallelism rests on)",
     "001 §5": "Hopper/Blackwell features, HIP, SYCL: an outlook; Tensor Cores come up only as what cuBLAS may use (chapter 09)",
 }
 

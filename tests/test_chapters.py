@@ -7,8 +7,8 @@ from course import chapters
 ROOT = chapters.NOTEBOOKS.parent
 
 
-def test_chapters_are_numbered_00_to_10_in_order():
-    assert [ch.number for ch in chapters.CHAPTERS] == list(range(11))
+def test_chapters_are_numbered_00_to_11_in_order():
+    assert [ch.number for ch in chapters.CHAPTERS] == list(range(12))
     for ch in chapters.CHAPTERS:
         assert re.fullmatch(rf"{ch.number:02d}_[a-z0-9_]+\.ipynb", ch.file), ch.file
         assert ch.title and ch.title_zh and ch.seeds
@@ -16,7 +16,7 @@ def test_chapters_are_numbered_00_to_10_in_order():
 
 def test_the_brief_topics_are_in_their_places():
     topics = {0: "start", 1: "programming model", 2: "warp", 3: "coalesc", 4: "bank", 5: "transpose",
-              6: "occupancy", 7: "reduction", 8: "stream", 9: "matrix multiply", 10: "measure"}
+              6: "occupancy", 7: "reduction", 8: "stream", 9: "matrix multiply", 10: "measure", 11: "gpus"}
     for number, word in topics.items():
         assert word in chapters.chapter(number).title.lower(), (number, word)
 
@@ -64,6 +64,6 @@ def test_unknown_chapter_is_explained():
     try:
         chapters.chapter(42)
     except KeyError as err:
-        assert "chapters 0 to 10" in str(err)
+        assert "chapters 0 to 11" in str(err)
     else:
         raise AssertionError("chapter(42) should raise")
