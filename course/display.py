@@ -1,0 +1,150 @@
+"""Tables, code and plots for the chapters: the show layer a notebook calls, as d2l keeps ``d2l.plot``.
+
+A :class:`Table` renders as an HTML table in JupyterLab and as aligned text elsewhere (a terminal,
+nbval), so wide rows never wrap inside a cell.  :func:`source` shows a library function's code with
+where it lives.  ``bandwidth_table``/``bandwidth_plot`` show recorded bandwidths of one run beside
+the library references (chapter 05, 07).
+
+Defined for chapter 05 (notebooks/05_transpose.ipynb); used by every chapter.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import pathlib
+from typing import Iterable, Optional, Sequence
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DASH = "—"
+
+
+def fmt(value, spec: str = "") -> str:
+    """A cell's text: ``—`` for None, else ``format(value, spec)`` (spec ignored for non-numbers)."""
+    if value is None:
+        return DASH
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and spec:
+        return format(value, spec)
+    return str(value)
+
+
+class Table:
+    """Rows under a header: HTML in a notebook, aligned text in a terminal (``print`` or ``str``)."""
+
+    def __init__(self, columns: Sequence[str], rows: Iterable[Sequence], *, title: Optional[str] = None,
+                 note: Optional[str] = None):
+        self.columns = [str(c) for c in columns]
+        self.rows = [[fmt(x) for x in row] for row in rows]
+        self.title, self.note = title, note
+
+    def __str__(self) -> str:
+        widths = [max([len(c)] + [len(r[i]) for r in self.rows if i < len(r)]) for i, c in enumerate(self.columns)]
+
+        def line(cells):
+            first, *rest = list(cells) + [""] * (len(widths) - len(cells))
+            return "  ".join([first.ljust(widths[0])] + [c.rjust(w) for c, w in zip(rest, widths[1:])]).rstrip()
+
+        out = [self.title] if self.title else []
+        out += [line(self.columns)] + [line(r) for r in self.rows]
+        if self.note:
+            out.append(self.note)
+        return "\n".join(out)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        cap = f"<caption style='text-align:left'>{html.escape(self.title)}</caption>" if self.title else ""
+        note = f"<p style='font-size:90%'>{html.escape(self.note)}</p>" if self.note else ""
+        return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+
+
+def show(obj) -> None:
+    """Display ``obj`` (HTML in a notebook, text elsewhere) without it also becoming the cell's value."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display(obj)
+            return
+    except ImportError:
+        pass
+    print(obj)
+
+
+class Source:
+    """A function's code with the file it lives in (for library helpers; kernels get editable cells)."""
+
+    def __init__(self, fn):
+        fn = getattr(fn, "py_func", fn)
+        self.code = inspect.getsource(fn).rstrip()
+        path = pathlib.Path(inspect.getsourcefile(fn)).resolve()
+        try:
+            self.where = str(path.relative_to(ROOT))
+        except ValueError:
+            self.where = path.name
+        self.name = fn.__name__
+
+    def __str__(self) -> str:
+        return f"# {self.name}, from {self.where}\n{self.code}"
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.name}`, from `{self.where}`:\n\n```python\n{self.code}\n```"
+
+
+def source(fn) -> None:
+    """Show a library function's code and where it lives."""
+    show(Source(fn))
+
+
+# --- recorded bandwidths (chapter 05, also 07) ---------------------------------------------------------
+
+LIBS = ("memcpy", "cupy", "torch")
+
+
+def bandwidth_table(names, records, *, reference: str = "memcpy", versus: str = "cupy") -> Table:
+    """One row per variant of one recorded run: ms, GB/s, fraction of ``reference``, multiple of ``versus``."""
+    from course import measurements
+
+    by = measurements.by_variant(records)
+    ref = by.get(reference, {}).get("gbps")
+    vs = by.get(versus, {}).get("gbps")
+    rows = []
+    for name in names:
+        r = by.get(name)
+        if not r or not r.get("gbps"):
+            rows.append([name, measurements.NOT_MEASURED])
+            continue
+        rounds = ", ".join(f"{x:.3f}" for x in r.get("ms_rounds", []))
+        rows.append([name, f"{r['ms']:.3f}", f"{r['gbps']:.0f}", fmt(r["gbps"] / ref if ref else None, ".2f"),
+                     fmt(r["gbps"] / vs if vs else None, ".2f"), rounds])
+    return Table(["variant", "ms", "GB/s", f"of {reference}", f"x {versus}", "rounds (ms)"], rows,
+                 note=measurements.provenance(records) if records else None)
+
+
+def bandwidth_plot(names, records, title: str, *, libs=LIBS) -> None:
+    """Bars of recorded GB/s per variant, library references as dashed lines (nothing without a run)."""
+    from course import measurements
+
+    by = measurements.by_variant(records)
+    if not any(by.get(n, {}).get("gbps") for n in names):
+        print(f"{title}: {measurements.NOT_MEASURED} (no recorded H200 run)")
+        return
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.bar(list(names), [by.get(n, {}).get("gbps") or 0 for n in names], color="#4c72b0")
+    for lib, colour in zip(libs, ("black", "#dd8452", "#55a868")):
+        if by.get(lib, {}).get("gbps"):
+            ax.axhline(by[lib]["gbps"], color=colour, ls="--", lw=1, label=f"{lib} {by[lib]['gbps']:.0f} GB/s")
+    ax.set_ylabel("GB/s (read + write)")
+    ax.set_title(title)
+    ax.tick_params(axis="x", rotation=30)
+    if any(by.get(lib, {}).get("gbps") for lib in libs):
+        ax.legend(loc="upper left", fontsize=8)
+    plt.tight_layout()
+    plt.show()

@@ -1,0 +1,188 @@
+"""The lab side of a chapter: predict a count and let the tracer answer; time your kernels beside the H200's.
+
+- :func:`predict` compares the learner's prediction with the tracer's count and says right or wrong,
+  with the reason, in one line.  Until a prediction is written it keeps the answer to itself.
+- :func:`yours_vs_recorded` runs the notebook's kernels: on a GPU it checks each one against NumPy
+  (:func:`course.bench.verify`) and then times it (:func:`course.bench.time_ms`), beside the
+  recorded H200 run ("yours, now" vs "recorded"); on a CPU backend it traces each one on a small
+  launch and shows the tracer's counts beside the recorded run. CPU time is never shown.
+
+Defined for chapter 01 (notebooks/01_programming_model.ipynb); every chapter 01–10 uses both.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import course  # noqa: F401  (chooses the backend before numba is imported)
+from course import display
+
+
+def _close(a, b) -> bool:
+    try:
+        return abs(float(a) - float(b)) <= 1e-6 + 0.01 * abs(float(b))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def verdict(question: str, yours, actual, why: str) -> str:
+    """The one-line answer to a prediction (see :func:`predict`)."""
+    if yours is None:
+        return (f"{question}: write your prediction (a number) in the cell and run it again; "
+                f"the tracer's answer stays hidden until then.")
+    shown = f"{actual:g}" if isinstance(actual, (int, float)) else str(actual)
+    if _close(yours, actual):
+        return f"right: {question} = {shown}. {why}"
+    return f"not quite: you said {yours}, the tracer counts {shown}. {why}"
+
+
+def predict(question: str, yours, actual, why: str) -> None:
+    """Print whether ``yours`` matches ``actual`` (1 % tolerance), with ``why``: one line, printed once."""
+    print(verdict(question, yours, actual, why))
+
+
+PER_REQUEST = ("ld sectors/req", "st sectors/req", "shared ld wavefronts/req", "shared st wavefronts/req")
+
+
+def per_request(totals: dict) -> dict:
+    """Sectors per global request and wavefronts per shared request from a Report's totals."""
+    out = {}
+    for key, num, den in (("ld sectors/req", "global_load_sectors", "global_load_requests"),
+                          ("st sectors/req", "global_store_sectors", "global_store_requests"),
+                          ("shared ld wavefronts/req", "shared_load_wavefronts", "shared_load_requests"),
+                          ("shared st wavefronts/req", "shared_store_wavefronts", "shared_store_requests")):
+        if totals.get(den):
+            out[key] = totals[num] / totals[den]
+    return out
+
+
+@dataclass
+class Launch:
+    """One checked launch: ``kernel[griddim, blockdim](*make_args(arrays))`` must leave ``expected`` in
+    ``arrays[out]``.
+
+    ``arrays`` are NumPy arrays (copied to the device on a GPU); ``make_args`` turns them into the
+    kernel's arguments (default: as they are; a transpose's 8-byte version adds views of them).
+    ``bytes_moved`` gives GB/s when timed, ``flops`` TFLOP/s; ``exact=False`` compares within ``rtol``
+    (float sums); ``accumulate=True`` says the kernel adds into ``arrays[out]``, which is zeroed
+    before each run instead of poisoned.
+    """
+
+    griddim: Any
+    blockdim: Any
+    arrays: Sequence
+    out: int
+    expected: np.ndarray
+    make_args: Callable = tuple
+    bytes_moved: Optional[float] = None
+    flops: Optional[float] = None
+    exact: bool = True
+    rtol: float = 1e-4
+    accumulate: bool = False
+
+
+def _matches(got, launch: Launch) -> bool:
+    if launch.exact:
+        return np.array_equal(got, launch.expected)
+    scale = float(np.abs(launch.expected).max()) if np.size(launch.expected) else 1.0
+    return bool(np.allclose(got, launch.expected, rtol=launch.rtol, atol=launch.rtol * (scale or 1.0)))
+
+
+def _gpu_row(name, kernel, launch: Launch):
+    from numba import cuda
+
+    from course import bench
+
+    dev = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in launch.arrays]
+    out = dev[launch.out]
+    args = launch.make_args(dev)
+
+    def run_once():
+        if launch.accumulate:
+            bench.fill(out, 0)
+        kernel[launch.griddim, launch.blockdim](*args)
+
+    if launch.accumulate:
+        run_once()
+        cuda.synchronize()
+        if not _matches(out.copy_to_host(), launch):
+            raise bench.BenchError(f"{name}: the result differs from the NumPy reference. "
+                                   "Fix the kernel before timing it.")
+    else:
+        bench.verify(run_once, out, launch.expected, what=name, exact=launch.exact, rtol=launch.rtol)
+    ms = statistics.median(bench.time_ms(run_once, reps=10, warmup=2))
+    rate = None
+    if launch.bytes_moved:
+        rate = f"{launch.bytes_moved / ms / 1e6:.0f} GB/s"
+    elif launch.flops:
+        rate = f"{launch.flops / ms / 1e9:.2f} TFLOP/s"
+    return ms, rate
+
+
+def _recorded(records, variant):
+    for r in records or ():
+        if r.get("variant") == variant:
+            rate = (f"{r['gbps']:.0f} GB/s" if r.get("gbps") else
+                    f"{r['tflops']:.2f} TFLOP/s" if r.get("tflops") else None)
+            return f"{r['ms']:.3f} ms" + (f", {rate}" if rate else "")
+    return None
+
+
+def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, records=(),
+                      recorded_names: Optional[dict] = None, title: str = "") -> None:
+    """Run the notebook's ``kernels`` ({label: kernel}) and show them beside the recorded H200 run.
+
+    ``setup(label, kernel, size, rng) -> Launch`` builds one checked launch.  On a GPU every kernel is checked
+    on ``size`` and then timed there ("yours, now"); on a CPU backend each is traced on ``traced_size``
+    (checked too) and the row shows the tracer's counts per request: CPU time says nothing about a GPU.
+    ``records`` is the recorded run (``course.measurements``) and ``recorded_names`` maps a label to its
+    variant there (default: the same name).  The table is displayed, not returned (a
+    verdict shows once).
+    """
+    from course import measurements
+
+    rng = np.random.default_rng()
+    names = recorded_names or {}
+    rows = []
+    if course.on_gpu():
+        from numba import cuda
+
+        here = cuda.get_current_device().name
+        here = here.decode() if isinstance(here, bytes) else here
+        for label, kernel in kernels.items():
+            ms, rate = _gpu_row(label, kernel, setup(label, kernel, size, rng))
+            rows.append([label, f"{ms:.3f} ms" + (f", {rate}" if rate else ""),
+                         _recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
+        columns = ["kernel", f"yours, now ({here}, {_size(size)})", f"recorded ({_size(size)})"]
+        note = "checked against NumPy, then timed (median of 10). Recorded: " + (
+            measurements.provenance(records) if records else measurements.NOT_MEASURED)
+    else:
+        from course.trace import trace
+
+        for label, kernel in kernels.items():
+            launch = setup(label, kernel, traced_size, rng)
+            arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in launch.arrays]
+            if launch.accumulate:
+                arrays[launch.out][...] = 0
+            report = trace(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays))
+            ok = _matches(arrays[launch.out], launch)
+            per = per_request(report.totals())
+            rows.append([label, "yes" if ok else "NO"] + [display.fmt(per.get(k), ".2f") for k in PER_REQUEST]
+                        + [_recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
+        columns = ["kernel", "correct"] + list(PER_REQUEST) + [f"recorded H200 ({_size(size)})"]
+        title = title or f"Yours, now: the tracer's counts on {_size(traced_size)}"
+        note = ("No GPU here: the tracer's counts of your kernels, beside the recorded H200 run (CPU time "
+                "says nothing about a GPU). Recorded: " + (measurements.provenance(records) if records
+                                                           else measurements.NOT_MEASURED))
+    table = display.Table(columns, rows, title=title or None, note=note)
+    display.show(table)
+
+
+def _size(size) -> str:
+    if isinstance(size, (tuple, list)):
+        return "×".join(str(s) for s in size)
+    return f"n={size:,}"
