@@ -1033,3 +1033,23 @@ _add("global_counter_one_warp", global_counter_one_warp, 1, 32, lambda rng: (np.
      tags=("global", "warp"))
 
 CASES_BY_NAME = {c.name: c for c in RACE_CASES}
+
+
+def tracer_verdict(case: RaceCase, seed=None) -> dict:
+    """What the tracer reports for ``case``: severities of shared races, a global race, benign races, line pairs."""
+    from course.trace import trace
+
+    races = trace(case.kernel, case.griddim, case.blockdim, *case.args(0), seed=seed).races()
+    shared, glob, benign, pairs = set(), False, False, []
+    for r in races:
+        space = getattr(r, "space", "shared")
+        if getattr(r, "benign", False):
+            benign = True
+        elif space == "shared":
+            shared.add(getattr(r, "severity", "error"))
+        else:
+            glob = True
+        pairs.append({"space": space, "severity": getattr(r, "severity", None), "benign": getattr(r, "benign", False),
+                      "array": r.array, "lines": [r.first["line"], r.second["line"]],
+                      "ops": [r.first["op"], r.second["op"]]})
+    return {"shared": sorted(shared), "global": glob, "benign": benign, "pairs": pairs}
