@@ -85,6 +85,13 @@ def _literal(value) -> bool:
     return False
 
 
+def _numba_name(name, value) -> bool:
+    # numba's types (float32, int64 ...) are imported from numba, as the kernel modules do
+    import numba
+
+    return getattr(numba, name, None) is value and not isinstance(value, types.ModuleType)
+
+
 def cell_source(key: str) -> str:
     """The text of the code cell for ``key``: header, imports, constants, the objects' source."""
     module_name, names, extra = parse_key(key)
@@ -119,13 +126,21 @@ def cell_source(key: str) -> str:
                 line = (f"from {parent} import {leaf}" if parent and leaf == name
                         else f"import {value.__name__} as {name}")
             imports.append(line)
+        elif _numba_name(name, value):
+            imports.append(f"from numba import {name}")
         elif _literal(value):
             constants.append(f"{name} = {value!r}")
         else:
             from_module.append(name)
     order = {line: i for i, line in enumerate(MODULE_IMPORTS.values())}
+    numba_names = sorted(line.split()[-1] for line in set(imports) if line.startswith("from numba import ")
+                         and line != MODULE_IMPORTS["cuda"])
+    imports = [line for line in set(imports) if not line.startswith("from numba import ")]
+    if "cuda" in seen or numba_names:
+        cuda_import = "cuda" in seen and isinstance(vars(module).get("cuda"), types.ModuleType)
+        imports.append("from numba import " + ", ".join((["cuda"] if cuda_import else []) + numba_names))
     head = [HEADER.format(module=module_name)]
-    head += sorted(set(imports), key=lambda line: (order.get(line, 99), line))
+    head += sorted(imports, key=lambda line: (order.get(line, 98 if line.startswith("from numba") else 99), line))
     if from_module:
         head.append(f"from {PACKAGE}.{module_name} import {', '.join(from_module)}")
     if constants:
