@@ -158,8 +158,9 @@ def test_exclusions_are_real_numbers_of_their_seed():
 
 
 def _rec(bench, variant, run="r1", date="2026-11-30T10:00:00", **fields):
-    return dict(benchmark=bench, variant=variant, ms=fields.pop("ms", None), reps=20, size=1, dtype="int32",
-                device="NVIDIA H200", driver="580", numba_cuda="0.30.4", date=date, run=run, **fields)
+    base = dict(benchmark=bench, variant=variant, ms=None, reps=20, size=1, dtype="int32", device="NVIDIA H200",
+                driver="580", numba_cuda="0.30.4", date=date, run=run)
+    return base | fields
 
 
 def _write(tmp_path, records):
@@ -184,8 +185,8 @@ def test_refresh_sets_measured_and_verdict_from_records(pristine, tmp_path):
                                                         "WARP_SIZE": 32}),
         # a dry run and an older run must not win
         _rec("memory_latency", "chase_cg 4096 lines in 4 MB, warm", cycles_per_step=250.0, dry_run=True),
-        _rec("memory_latency", "fma dependent chain", cycles_per_step=9.0, date="2026-11-01T00:00:00", run="old"),
-        _rec("memory_latency", "fma dependent chain", cycles_per_step=4.0, run="new"),
+        _rec("probes_latency", "ffma_latency_difference", cycles_per_ffma=9.0, date="2026-11-01T00:00:00", run="old"),
+        _rec("probes_latency", "ffma_latency_difference", cycles_per_ffma=4.0, run="new"),
     ])
     new = {e["id"]: e for e in claims.refresh(ledger, claims.load_records(d))}
     # shared: 29 cycles is outside seed 002's ~5 (3-7) and inside seed 003's 20-30
@@ -206,7 +207,9 @@ def test_refresh_sets_measured_and_verdict_from_records(pristine, tmp_path):
     assert new["002-warp-32"]["verdict"] == "confirmed"
     # the newest non-dry record is used: 4 cycles, not 9; the dry-run L2 value is ignored
     assert new["002-reg-latency"]["measured"] == "4 cycles"
+    assert new["002-reg-latency"]["verdict"] == "corrected"  # ~1 cycle claimed
     assert "run new" in new["002-reg-latency"]["evidence"]
+    assert "planned" not in new["002-reg-latency"]
     assert new["003-l2-latency"]["verdict"] == "pending" and new["003-l2-latency"]["measured"] is None
 
 
@@ -245,3 +248,105 @@ def test_chapter_table_says_not_measured_yet_without_records(pristine, tmp_path)
     assert html.count("<tr>") == 1 + len(claims.for_chapter(3, ledger))
     with pytest.raises(KeyError, match="not a chapter"):
         claims.for_chapter("03_memory", ledger)
+
+
+# --- the ledger agrees with the repository: cited files, checks, verdicts ---------------------------------------
+
+
+def test_the_committed_ledger_agrees_with_its_records(ledger):
+    """What `python -m course.claims check` runs: every verdict re-derived from the records it cites."""
+    assert claims.audit(ledger) == []
+    assert claims.main(["check"]) == 0
+
+
+def test_every_measurable_claim_has_a_check_and_cites_only_the_repository(ledger):
+    for e in ledger:
+        if e["verdict"] != "not-measurable":
+            assert e.get("check"), e["id"]
+        text = " ".join(str(e.get(k) or "") for k in ("evidence", "planned", "note"))
+        assert "shared/gpu" not in text and "../" not in text, e["id"]
+    # not measurable only for what an H200 driven from Python cannot show
+    assert {e["id"] for e in ledger if e["verdict"] == "not-measurable"} == {"002-texture-latency", "003-ga102-sm"}
+
+
+def _audit_one(entry, tmp_path, records=None):
+    return claims.audit([entry], records if records is not None else claims.Records(records=[], cases={}),
+                        root=claims.ROOT)
+
+
+def test_audit_names_a_cited_file_that_does_not_exist_or_lies_outside(tmp_path):
+    gone = dict(_good(), evidence="data/measurements/no_such_run.json: x", verdict="not-measurable", reason="r" * 30)
+    assert any("no_such_run.json, which does not exist" in p for p in _audit_one(gone, tmp_path))
+    outside = dict(gone, evidence="shared/gpu/README.md, 'Ceilings'")
+    assert any("outside the repository" in p for p in _audit_one(outside, tmp_path))
+    fine = dict(gone, evidence="data/measurements/transpose.json: naive")
+    assert _audit_one(fine, tmp_path) == []
+
+
+def _ratio_check(rng, if_outside="corrected"):
+    return {"kind": "ratio", "a": {"benchmark": "b", "variant": "slow", "field": "ms"},
+            "b": {"benchmark": "b", "variant": "fast", "field": "ms"}, "range": rng, "if_outside": if_outside}
+
+
+def test_audit_rederives_the_verdict_from_the_records(tmp_path):
+    recs = claims.Records(records=[_rec("b", "slow", ms=5.0), _rec("b", "fast", ms=1.0)], cases={})
+    entry = dict(_good(), check=_ratio_check([2, 1e9], "refuted"), verdict="confirmed", measured="5x",
+                 evidence="data/measurements/b.json: slow vs fast")
+    root_ok = [p for p in claims.audit([entry], recs) if "does not exist" not in p]
+    assert root_ok == []
+    wrong = dict(entry, verdict="refuted")
+    assert any("the records give 'confirmed'" in p for p in claims.audit([wrong], recs))
+    # the verdict must follow from the record it cites: evidence that names another file is caught
+    elsewhere = dict(entry, evidence="data/measurements/transpose.json: naive")
+    assert any("does not name data/measurements/b.json" in p for p in claims.audit([elsewhere], recs))
+    # a measurable claim without a check, a pending claim without a planned record, a verdict without records
+    assert any("needs a check" in p for p in claims.audit([dict(entry, check=None)], recs))
+    pending = dict(entry, verdict="pending", measured=None, evidence=None,
+                   check=dict(_ratio_check([2, 1e9]), a={"benchmark": "b", "variant": "other", "field": "ms"}))
+    assert any("'planned'" in p for p in claims.audit([pending], recs))
+    assert claims.audit([dict(pending, planned="data/measurements/b.json: other")], recs) == []
+    assert any("not there" in p for p in claims.audit([dict(pending, verdict="confirmed", measured="x",
+                                                            evidence="data/measurements/b.json")], recs))
+    # a pending claim whose record has arrived must get its verdict
+    arrived = dict(entry, verdict="pending", planned="data/measurements/b.json: slow")
+    assert any("the records give 'confirmed'" in p for p in claims.audit([arrived], recs))
+
+
+def test_checks_select_by_where_combine_over_records_and_read_ncu_cases():
+    recs = claims.Records(records=[
+        _rec("t", "naive", ms=4.0, size=[16384, 16384], dtype="int32"),
+        _rec("t", "naive", ms=0.25, size=[4096, 4096], dtype="int32"),
+        _rec("t", "tile", ms=2.0, size=[16384, 16384], dtype="int32"),
+        _rec("o", "kernel", run="r1", mismatches=[], rows=[[1], [2], [3]]),
+        _rec("o", "kernel", run="r1", mismatches=[[9]], rows=[[4]]),
+    ], cases={"tile_32x32": {"ncu": {"shared_load_wavefronts": 8192, "shared_load_requests": 256}}})
+    big = {"size": [16384, 16384]}
+    ratio = {"kind": "ratio", "a": {"benchmark": "t", "variant": "naive", "field": "ms", "where": big},
+             "b": {"benchmark": "t", "variant": "tile", "field": "ms", "where": big}, "range": [1.5, 3]}
+    assert claims.judge(ratio, recs)[:2] == (2.0, "confirmed")
+    small = dict(ratio, a=dict(ratio["a"], where={"size": [4096, 4096]}))
+    assert claims.judge(small, recs)[1] == "corrected"  # 0.125: outside
+    over = {"kind": "value", "a": {"benchmark": "o", "variant": "kernel", "field": "mismatches", "over": "sum"},
+            "range": [0, 0]}
+    assert claims.judge(over, recs)[:2] == (1.0, "corrected")
+    rows = dict(over, a=dict(over["a"], field="rows"), range=[4, 4])
+    assert claims.judge(rows, recs)[:2] == (4.0, "confirmed")
+    case = {"kind": "ratio", "a": {"case": "tile_32x32", "field": ["ncu", "shared_load_wavefronts"]},
+            "b": {"case": "tile_32x32", "field": ["ncu", "shared_load_requests"]}, "range": [32, 32]}
+    value, verdict, evidence = claims.judge(case, recs)
+    assert (value, verdict) == (32.0, "confirmed") and "data/tracer_validation.json" in evidence
+    both = {"kind": "all", "checks": [case, small], "if_outside": "refuted"}
+    assert claims.judge(both, recs)[1] == "refuted"
+    assert claims.judge({"kind": "all", "checks": [case, ratio]}, recs)[1] == "confirmed"
+    assert claims.judge({"kind": "arithmetic", "expr": "ceil(50000 / 256)", "range": [196, 196]}, recs)[:2] == \
+        (196.0, "confirmed")
+    missing = dict(ratio, b={"benchmark": "t", "variant": "nowhere", "field": "ms"})
+    assert claims.judge(missing, recs) == (None, None, None)
+
+
+def test_arithmetic_checks_evaluate_numbers_only():
+    assert claims._arith("32 * 33 / (32 * 32)") == 1.03125
+    for bad in ("__import__('os')", "x + 1", "open('f')", ""):
+        with pytest.raises((ValueError, SyntaxError)):
+            claims._arith(bad)
+    assert any("expr" in p for p in claims.validate([dict(_good(), check={"kind": "arithmetic", "expr": "a + 1"})]))
