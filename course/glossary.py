@@ -66,6 +66,18 @@ TERMS = (
          "so no divergence occurs.", 2),
     Term("SM (streaming multiprocessor)", "流式多处理器",
          "One of the GPU's cores (132 on an H200): it holds resident blocks and issues their warps.", 2),
+    Term("independent thread scheduling", "独立线程调度",
+         "Since Volta (cc 7.0) every thread has its own program counter: the lanes of a warp may run apart and "
+         "are not guaranteed to move in lock-step.", 2),
+    Term("lock-step", "锁步执行", "All lanes of a warp at the same instruction at the same time: what pre-Volta "
+         "GPUs did and what code may no longer assume.", 2),
+    Term("warp-synchronous code", "线程束同步编程（隐式同步）",
+         "Code that trusts a warp's lanes to move together instead of synchronising them: a race under "
+         "independent thread scheduling.", 2),
+    Term("*_sync mask", "同步掩码", "The first argument of shfl_*_sync, ballot_sync …: the lanes that take part; "
+         "every lane it names must call the same intrinsic.", 2),
+    Term("syncwarp", "束内同步（__syncwarp）", "cuda.syncwarp(mask): a barrier and memory fence for the named "
+         "lanes of one warp, what syncthreads is for a block.", 2),
     # 03 — memory hierarchy and coalescing
     Term("register", "寄存器", "Per-thread storage inside the SM, the fastest there is.", 3),
     Term("local memory", "本地内存", "Per-thread memory that lives in device DRAM: where spilled registers go.", 3),

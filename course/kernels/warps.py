@@ -174,7 +174,6 @@ def chain(x, out, iters):
 
 LOCK_FREE, LOCK_TAKEN = 0, 1
 REDUCE_THREADS = 256  # threads per block of the last-warp reductions (their shared array's size)
-HALF_WARP = 0x0000FFFF
 
 
 @cuda.jit
@@ -268,7 +267,7 @@ def half_warp_sum(x, out):
         v = x[i]
         k = 8
         while k > 0:
-            v += cuda.shfl_down_sync(HALF_WARP, v, k)
+            v += cuda.shfl_down_sync(0x0000FFFF, v, k)  # the mask: lanes 0-15 take part
             k //= 2
         if lane == 0:
             out[i // 32] = v
@@ -366,8 +365,8 @@ class LockResult(NamedTuple):
         return bool(np.array_equal(np.sort(self.tickets), np.arange(self.threads)))
 
 
-def run_warp_lock(threads: int = 32, threads_per_block: int = 32) -> LockResult:
-    """Launch warp_lock with ``threads`` threads (one warp by default) and return what it recorded.
+def run_warp_lock(threads: int = 32, threads_per_block: int = 32, kernel=None) -> LockResult:
+    """Launch warp_lock (or ``kernel``, same arguments) with ``threads`` threads (one warp by default).
 
     On a GPU without per-thread scheduling this launch never returns; on cc >= 7.0 it must finish.  A
     caller timing it on a real GPU should run it in a child process with a time limit.
@@ -376,7 +375,7 @@ def run_warp_lock(threads: int = 32, threads_per_block: int = 32) -> LockResult:
     tickets = np.full(threads, -1, np.int32)
     inside = np.zeros(2, np.int32)
     overlaps = np.zeros(1, np.int32)
-    warp_lock[-(-threads // threads_per_block), threads_per_block](lock, tickets, inside, overlaps)
+    (kernel or warp_lock)[-(-threads // threads_per_block), threads_per_block](lock, tickets, inside, overlaps)
     return LockResult(threads, tickets, int(overlaps[0]))
 
 
@@ -394,18 +393,19 @@ class ReduceResult(NamedTuple):
     want: float
 
 
-def run_last_warp(name: str, blocks: int = 64, rng=None) -> ReduceResult:
-    """Run ``last_warp_unsynced`` or ``last_warp_syncwarp`` over ``blocks`` blocks of 256 fresh values.
+def run_last_warp(name: str, blocks: int = 64, rng=None, kernel=None) -> ReduceResult:
+    """Run ``last_warp_unsynced`` or ``last_warp_syncwarp`` (or ``kernel``, reported under ``name``) over
+    ``blocks`` blocks of 256 fresh values.
 
     The values are small integers stored as float32, so every partial sum is exact and any difference
     from NumPy is a missed update, never rounding.
     """
-    if name not in LAST_WARP:
+    if kernel is None and name not in LAST_WARP:
         raise KeyError(f"{name!r}: use one of {', '.join(LAST_WARP)}")
     rng = np.random.default_rng(0) if rng is None else rng
     a = rng.integers(1, 16, blocks * REDUCE_THREADS).astype(np.float32)
     out = np.zeros(blocks, np.float32)
-    LAST_WARP[name][blocks, REDUCE_THREADS](a, out)
+    (kernel or LAST_WARP[name])[blocks, REDUCE_THREADS](a, out)
     want = reference_block_sums(a)
     wrong = np.flatnonzero(out.astype(np.float64) != want)
     k = int(wrong[0]) if wrong.size else 0
