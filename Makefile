@@ -8,7 +8,7 @@ LAB_ARGS ?=
 
 COMPILER := $(VENV)/.compiler
 
-.PHONY: lab test toolkit compiler-facts exercises gpu-lane clean
+.PHONY: lab test toolkit compiler-facts exercises gpu-lane site site-import clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,16 @@ exercises: $(STAMP)
 ## On the lent H200: run every notebook there and refresh data/measurements (see scripts/gpu_lane.sh).
 gpu-lane:
 	sh scripts/gpu_lane.sh
+
+## Build the course website into build/site/ (index.html, one page per chapter) from the executed copies in
+## site/executed/; a chapter changed since its copy is executed on the CPU (and its page says so). Offline.
+site: $(STAMP)
+	$(BIN)/python site/sitetool.py build
+
+## After a GPU lane run with the `execute` step: make site-import TGZ=path/to/lane.tgz (then commit site/executed/).
+site-import: $(STAMP)
+	$(BIN)/python site/sitetool.py import $(TGZ)
+	$(BIN)/python site/sitetool.py build
 
 clean:
 	rm -rf $(VENV)
