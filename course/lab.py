@@ -133,14 +133,16 @@ def _recorded(records, variant):
 
 
 def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, records=(),
-                      recorded_names: Optional[dict] = None, title: str = "") -> None:
+                      recorded_names: Optional[dict] = None, title: str = "",
+                      counts: Optional[Callable] = None) -> None:
     """Run the notebook's ``kernels`` ({label: kernel}) and show them beside the recorded H200 run.
 
     ``setup(label, kernel, size, rng) -> Launch`` builds one checked launch.  On a GPU every kernel is checked
     on ``size`` and then timed there ("yours, now"); on a CPU backend each is traced on ``traced_size``
     (checked too) and the row shows the tracer's counts per request: CPU time says nothing about a GPU.
     ``records`` is the recorded run (``course.measurements``) and ``recorded_names`` maps a label to its
-    variant there (default: the same name).  The table is displayed, not returned (a
+    variant there (default: the same name).  ``counts(report) -> {column: value}`` picks what the CPU
+    rows show (default: sectors and wavefronts per request, :func:`per_request`).  The table is displayed, not returned (a
     verdict shows once).
     """
     from course import measurements
@@ -163,21 +165,24 @@ def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, reco
     else:
         from course.trace import trace
 
+        found = []
         for label, kernel in kernels.items():
             launch = setup(label, kernel, traced_size, rng)
             arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in launch.arrays]
             if launch.accumulate:
                 arrays[launch.out][...] = 0
             report = trace(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays))
-            ok = _matches(arrays[launch.out], launch)
-            per = per_request(report.totals())
-            rows.append([label, "yes" if ok else "NO"] + [display.fmt(per.get(k), ".2f") for k in PER_REQUEST]
+            found.append((label, _matches(arrays[launch.out], launch),
+                          counts(report) if counts else per_request(report.totals())))
+        keys = list(PER_REQUEST) if counts is None else list(dict.fromkeys(k for *_, per in found for k in per))
+        for label, ok, per in found:
+            rows.append([label, "yes" if ok else "NO"] + [display.fmt(per.get(k), ".2f") for k in keys]
                         + [_recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
-        columns = ["kernel", "correct"] + list(PER_REQUEST) + [f"recorded H200 ({_size(size)})"]
-        title = title or f"Yours, now: the tracer's counts on {_size(traced_size)}"
+        columns = ["kernel", "correct"] + keys + [f"recorded H200 ({_size(size)})"]
         note = ("No GPU here: the tracer's counts of your kernels, beside the recorded H200 run (CPU time "
                 "says nothing about a GPU). Recorded: " + (measurements.provenance(records) if records
                                                            else measurements.NOT_MEASURED))
+        title = title or f"Yours, now: the tracer's counts on {_size(traced_size)}"
     table = display.Table(columns, rows, title=title or None, note=note)
     display.show(table)
 
