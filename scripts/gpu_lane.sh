@@ -1,5 +1,5 @@
 #!/bin/sh
-# The GPU lane: run on the lent H200 (see ../shared/gpu/README.md and the README's "GPU lane" section).
+# The GPU lane: run on the lent H200 (see the README's "GPU lane" section).
 #   sh scripts/gpu_lane.sh OUTDIR [what...]     what: doctor tests notebooks scripts (default: all)
 # Installs the carried wheels (.whl: numpy 2.4 — the image's numpy 2.5 breaks numba-cuda 0.30.4 — plus
 # nbval, greenlet, ...), then runs, on the GPU backend: the doctor, the unit tests, every notebook with
@@ -12,7 +12,7 @@ WHAT=${*:-doctor tests notebooks scripts}
 LANE="$OUTDIR/lane"
 mkdir -p "$LANE/measurements"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { echo "wheel install failed: run 'bash ../shared/gpu/fetch-wheels.sh greenlet pytest-timeout' here and carry .whl"; exit 1; }
+  || { echo "wheel install failed: run 'bash scripts/gpu/fetch-wheels.sh greenlet pytest-timeout' here and carry .whl"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1 COURSE_BACKEND=gpu
 status=0
 for step in $WHAT; do
