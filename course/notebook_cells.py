@@ -92,8 +92,21 @@ def _numba_name(name, value) -> bool:
     return getattr(numba, name, None) is value and not isinstance(value, types.ModuleType)
 
 
-def cell_source(key: str) -> str:
-    """The text of the code cell for ``key``: header, imports, constants, the objects' source."""
+def defines(key: str) -> set:
+    """``module.name`` of every function or kernel the cell for ``key`` defines (its names, extra assignments)."""
+    module_name, names, extra = parse_key(key)
+    bound = set(names)
+    for line in extra:
+        bound |= _bound_and_loaded(ast.parse(line))[0]
+    return {f"{module_name}.{n}" for n in bound}
+
+
+def cell_source(key: str, earlier=frozenset()) -> str:
+    """The text of the code cell for ``key``: header, imports, constants, the objects' source.
+
+    ``earlier`` holds ``module.name`` of what earlier kernel cells of the notebook define: the cell uses
+    the notebook's definition of those (the learner's, edits included) instead of importing them.
+    """
     module_name, names, extra = parse_key(key)
     try:
         module = importlib.import_module(f"{PACKAGE}.{module_name}")
@@ -117,14 +130,17 @@ def cell_source(key: str) -> str:
     for name in loaded:
         if name in bound or name in seen or hasattr(builtins, name) or name not in vars(module):
             continue
-        seen.add(name)
         value = vars(module)[name]
+        if f"{module_name}.{name}" in earlier and not _literal(value):
+            continue
+        seen.add(name)
         if isinstance(value, types.ModuleType):
             line = MODULE_IMPORTS.get(name)
             if line is None:
                 parent, _, leaf = value.__name__.rpartition(".")
-                line = (f"from {parent} import {leaf}" if parent and leaf == name
-                        else f"import {value.__name__} as {name}")
+                line = (f"import {name}" if value.__name__ == name else
+                        f"from {parent} import {leaf}" if parent and leaf == name else
+                        f"import {value.__name__} as {name}")
             imports.append(line)
         elif _numba_name(name, value):
             imports.append(f"from numba import {name}")
@@ -153,11 +169,16 @@ def _notebooks(paths=None):
 
 
 def kernel_cells(nb: dict):
-    """``(index, key, cell)`` for every generated kernel cell of a notebook (its JSON as a dict)."""
+    """``(index, key, cell, text)`` for every generated kernel cell of a notebook (its JSON as a dict).
+
+    ``text`` is what the cell should hold: :func:`cell_source` with what earlier kernel cells define.
+    """
+    earlier: set = set()
     for i, cell in enumerate(nb.get("cells", [])):
         key = cell.get("metadata", {}).get("course", {}).get("kernel")
         if key and cell.get("cell_type") == "code":
-            yield i, key, cell
+            yield i, key, cell, cell_source(key, frozenset(earlier))
+            earlier |= defines(key)
 
 
 def drift(paths=None) -> list:
@@ -165,8 +186,8 @@ def drift(paths=None) -> list:
     found = []
     for path in _notebooks(paths):
         nb = json.loads(path.read_text(encoding="utf-8"))
-        for i, key, cell in kernel_cells(nb):
-            if "".join(cell["source"]) != cell_source(key):
+        for i, key, cell, text in kernel_cells(nb):
+            if "".join(cell["source"]) != text:
                 found.append((path, i, key))
     return found
 
@@ -186,8 +207,7 @@ def sync(paths=None) -> list:
     for path in _notebooks(paths):
         nb = json.loads(path.read_text(encoding="utf-8"))  # read right before writing: others edit too
         touched = False
-        for i, key, cell in kernel_cells(nb):
-            text = cell_source(key)
+        for i, key, cell, text in list(kernel_cells(nb)):
             if "".join(cell["source"]) != text:
                 cell["source"] = _as_lines(text)
                 changed.append((path, i, key))
