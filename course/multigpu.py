@@ -97,12 +97,7 @@ def device_of(array) -> int:
     """The device a device array lives on."""
     if simulated():
         return getattr(array, "_course_device", 0)
-    from numba import cuda
-
-    ptr = array.__cuda_array_interface__["data"][0]
-    attrs = cuda.cudadrv.driver.binding.CUpointer_attribute
-    ordinal = cuda.cudadrv.driver.driver.cuPointerGetAttribute(attrs.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
-    return int(ordinal)
+    return int(array.gpu_data.context.device.id)  # the context the allocation was made in
 
 
 def can_access_peer(i: int, j: int) -> bool:

@@ -97,19 +97,24 @@ def wall_ms(fn, k, reps):
     return out
 
 
-def event_ms(fn, dev, reps, stream=0):
-    """Event milliseconds of ``fn`` on device ``dev``'s stream."""
+def event_ms(fn, dev, reps, batch=10):
+    """Event milliseconds per call of ``fn`` on device ``dev``'s default stream.
+
+    ``batch`` calls run between the two events, so that numba's host-side work for one call (tens of
+    microseconds) overlaps the GPU's work on the previous one instead of being counted as GPU time.
+    """
     with cuda.gpus[dev]:
         fn()
         cuda.synchronize()
         out = []
         for _ in range(reps):
             start, stop = cuda.event(), cuda.event()
-            start.record(stream)
-            fn()
-            stop.record(stream)
+            start.record()
+            for _ in range(batch):
+                fn()
+            stop.record()
             stop.synchronize()
-            out.append(cuda.event_elapsed_time(start, stop))
+            out.append(cuda.event_elapsed_time(start, stop) / batch)
     return out
 
 
@@ -135,12 +140,14 @@ bufs = []
 for d in range(N):
     with cuda.gpus[d]:
         bufs.append((cuda.to_device(host), cuda.device_array(n_copy, np.float32)))
+    if multigpu.device_of(bufs[d][0]) != d:
+        ERRORS.append(f"device_of says {multigpu.device_of(bufs[d][0])} for an array made on device {d}")
 if GPU:
     with cuda.gpus[0]:
         src, dst = bufs[0]
         t = event_ms(lambda: dst.copy_to_device(src), 0, ARGS.reps)
         rec("copy_same_device", t, size=[COPY_BYTES], dtype="uint8", devices=1, bytes_moved=2 * COPY_BYTES,
-            note="read + write on one device (GB/s counts both)")
+            note="read + write on one device (GB/s counts both); 10 copies queued between the events")
         pinned = cuda.pinned_array(n_copy, np.float32)
 
         def round_trip():
@@ -222,8 +229,18 @@ for k in range(1, N + 1):
         continue
     rec(f"transpose_split_{k}", wall_ms(lambda parts=parts: M.transpose_parts(parts), k, ARGS.reps),
         size=list(shape), dtype="int32", devices=k, bytes_moved=bench.transpose_bytes(shape, "int32"))
-    rec(f"transpose_gather_{k}", wall_ms(lambda outs=outs: M.gather_columns(outs), k, 5), size=list(shape),
-        dtype="int32", devices=k, bytes_moved=m.nbytes, what="copy every column band to the host")
+    bands = []
+    for d, out in enumerate(outs):
+        with cuda.gpus[d]:
+            bands.append(cuda.pinned_array(out.shape, out.dtype))
+
+    def gather(outs=outs, bands=bands):
+        for d, out in enumerate(outs):
+            with cuda.gpus[d]:
+                out.copy_to_host(bands[d])
+
+    rec(f"transpose_gather_{k}", wall_ms(gather, k, 5), size=list(shape), dtype="int32", devices=k,
+        bytes_moved=m.nbytes, what="copy every column band into pinned host memory (assembling them is host work)")
     del parts, outs
 del m
 
