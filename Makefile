@@ -30,6 +30,7 @@ lab: $(STAMP)
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
 test: $(STAMP) $(COMPILER)
 	sh scripts/ensure-chromium.sh
+	sh scripts/ensure-bwrap.sh
 	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
 
 ## Install the CUDA compilers for the tracer (optional for learners; `make test` does it).
