@@ -130,9 +130,9 @@ def rel_filename(name: str) -> str:
 
 def _device_fn(value):
     """The Python function behind a device-function object (simulator or GPU), else None (the engine's rule)."""
-    from course.engine import _device_py_func  # the parent process only: the child never describes
+    from course.engine import device_py_func  # the parent process only: the child never describes
 
-    return _device_py_func(value)
+    return device_py_func(value)
 
 
 def _importable(value) -> Optional[tuple]:

@@ -168,7 +168,7 @@ def bench_one(entry, reps, stock_reps, seed):
 _ACCESS = {"_get", "_set", "_atomic", "_view", "_wrap", "__getattr__", "shape", "size", "ndim", "dtype", "strides",
            "__len__", "__iter__", "__array__", "_atomic_target", "add", "sub", "and_", "or_", "xor", "inc", "dec",
            "exch", "max", "min", "cas", "view_method"}
-_ALLOC = {"array", "_as_dtype", "_poison", "_alloc", "_instr_offset", "_assigned_name", "array_like", "reset"}
+_ALLOC = {"array", "as_dtype", "poison", "_alloc", "_instr_offset", "_assigned_name", "array_like", "reset"}
 _SYNC = {"_block", "_resolve_warps", "_compute_collective", "syncthreads", "syncthreads_count", "syncthreads_and",
          "syncthreads_or", "syncwarp", "activemask"}
 LAYERS = {
@@ -188,7 +188,7 @@ def _layer(filename, funcname, kernel_files):
     f = filename.replace("\\", "/")
     if f in kernel_files:
         return "kernel"
-    if f.endswith("course/engine.py"):
+    if "course/engine/" in f:
         if funcname in _ACCESS or funcname.startswith("<lambda>"):
             return "access"
         if funcname in _ALLOC:
@@ -270,7 +270,7 @@ def machine_facts():
 
 
 def _engine_version():
-    """The last commit that touched course/engine.py, '+dirty' when the working copy differs from it."""
+    """The last commit that touched course/engine/, '+dirty' when the working copy differs from it."""
     import subprocess
 
     def git(*args):
@@ -279,8 +279,8 @@ def _engine_version():
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    commit = git("log", "-1", "--format=%h", "--", "course/engine.py") or "unknown"
-    return commit + ("+dirty" if git("status", "--porcelain", "--", "course/engine.py") else "")
+    commit = git("log", "-1", "--format=%h", "--", "course/engine") or "unknown"
+    return commit + ("+dirty" if git("status", "--porcelain", "--", "course/engine") else "")
 
 
 def compact(doc):

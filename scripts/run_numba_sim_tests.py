@@ -219,15 +219,15 @@ def _site_dir(raw_dir):
 
 
 def engine_version():
-    """The last commit that touched course/engine.py, '+dirty' when the working copy differs from it."""
+    """The last commit that touched course/engine/, '+dirty' when the working copy differs from it."""
     def git(*args):
         try:
             return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    commit = git("log", "-1", "--format=%h", "--", "course/engine.py") or "unknown"
-    dirty = git("status", "--porcelain", "--", "course/engine.py")
+    commit = git("log", "-1", "--format=%h", "--", "course/engine") or "unknown"
+    dirty = git("status", "--porcelain", "--", "course/engine")
     return commit + ("+dirty" if dirty else "")
 
 

@@ -133,7 +133,7 @@ def test_bad_input_says_what_is_wrong():
 
 def test_tracer_vectorised_counting_agrees_with_analysis():
     # course.trace counts many warps at once with NumPy; it must follow these functions exactly
-    from course import trace as tr
+    from course import analysis_vectorised as vec
 
     rng = np.random.default_rng(7)
     for size in (1, 2, 4, 8, 16, 24, 32):  # 24, 32: whole records of a structured dtype, 128 bytes per phase
@@ -152,8 +152,8 @@ def test_tracer_vectorised_counting_agrees_with_analysis():
                     gi.append(g), addr.append(a), sz.append(size), lane.append(l)
         G = len(patterns)
         gi, addr, sz, lane = (np.array(x, dtype=np.int64) for x in (gi, addr, sz, lane))
-        wf, ideal = tr._shared_cost(gi, addr, sz, lane, G)
-        sec = tr._global_cost(gi, addr + (1 << 32), sz, G)
+        wf, ideal = vec.shared_cost(gi, addr, sz, lane, G)
+        sec = vec.global_cost(gi, addr + (1 << 32), sz, G)
         for g, p in enumerate(patterns):
             assert wf[g] == an.shared_wavefronts(p, size), (size, p)
             assert ideal[g] == an.shared_ideal_wavefronts(p, size)

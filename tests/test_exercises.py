@@ -46,7 +46,7 @@ def test_inputs_are_fresh_and_include_edge_shapes():
         np.testing.assert_array_equal(inp.expected[1], inp.args[0].T)
         assert np.isnan(inp.args[1]).all()
     sizes = [i.args[3] for i in E.get("01.vector_add").make_inputs(np.random.default_rng(0))]
-    assert 1 in sizes and 127 in sizes and 257 in sizes and any(n % E.VEC_TPB for n in sizes)
+    assert 1 in sizes and 127 in sizes and 257 in sizes and any(n % E.catalogue.ch01.VEC_TPB for n in sizes)
 
 
 # --- wrong solutions fail, each with the message that names the mistake ----------------------------

@@ -26,7 +26,7 @@ def test_out_of_bounds_in_a_cell_is_an_error_output_naming_line_block_thread():
     assert err.ename == "KernelError"
     assert "block (1, 0, 0), thread (8, 0, 0)" in err.evalue
     assert "line 4 of the notebook cell defining `fill`" in err.evalue and "a[i] = i" in err.evalue
-    assert len(err.traceback) == 1 and "engine.py" not in err.traceback[0] and "numba" not in err.traceback[0]
+    assert len(err.traceback) == 1 and "course/engine" not in err.traceback[0] and "numba" not in err.traceback[0]
     assert nb.cells[2].outputs[0].text.strip() == "later cells still run"
 
 

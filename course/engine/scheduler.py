@@ -1,0 +1,258 @@
+"""The scheduler: blocks one after another, a block's threads as greenlets (协程) switched only where
+CUDA threads wait for each other (barriers, warp collectives), and the collectives' results."""
+
+from __future__ import annotations
+
+import contextvars
+
+import numpy as np
+from greenlet import getcurrent, greenlet
+
+from course.engine.kernel_api import FULL_MASK, Dim3, ThreadState
+from course.engine.messages import divergence_error, stuck_error, thread_error
+
+_DONE = object()
+
+
+class _WorkerPool:
+    """Greenlets that run CUDA threads; a worker is reused as soon as its thread finishes.
+
+    Starting and finishing a greenlet costs about 10 µs; switching to a live one about 0.5 µs. A kernel
+    without barriers therefore runs all of a block's threads on one worker, and a kernel with barriers
+    needs one worker per thread of a block, reused by every block of the launch.
+    """
+
+    def __init__(self, fn, kargs, sched):
+        self.fn = fn
+        self.kargs = kargs
+        self.sched = sched
+        self.free = []
+
+    def _loop(self, ts):
+        fn, kargs, sched = self.fn, self.kargs, self.sched
+        while True:
+            fn(*kargs)
+            sched.switch(_DONE)
+
+    def start(self, ts):
+        if self.free:
+            w = self.free.pop()
+        else:
+            w = greenlet(self._loop, self.sched)
+            # contextvars (numpy's errstate among them) are per greenlet: start from the launcher's
+            w.gr_context = contextvars.copy_context()
+        ts.g = w
+        return w.switch(ts)
+
+
+def run_grid(lau, module, fn, kargs, seed):
+    gx, gy, gz = lau.grid
+    bx, by, bz = lau.blockdim
+    blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    threads = [(x, y, z) for z in range(bz) for y in range(by) for x in range(bx)]
+    rng = np.random.default_rng(seed) if seed is not None else None
+    block_order = list(range(len(blocks)))
+    if rng is not None:
+        rng.shuffle(block_order)
+    hooks = lau.hooks
+    begin = getattr(hooks, "begin_block", None)
+    end = getattr(hooks, "end_block", None)
+    pool = _WorkerPool(fn, kargs, getcurrent())
+    module._sched = pool.sched
+    for bl in block_order:
+        b = blocks[bl]
+        module.blockIdx = Dim3(*b)
+        module.shared.reset()
+        if begin:
+            begin(b)
+        _run_block(lau, module, pool, b, bl, threads, rng)
+        if end:
+            end(b)
+
+
+def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
+    states = [ThreadState(block, block_linear, t, i) for i, t in enumerate(thread_coords)]
+    if rng is not None:
+        perm = list(range(len(states)))
+        rng.shuffle(perm)
+        runq = [states[i] for i in perm]
+        rank = {id(ts): r for r, ts in enumerate(runq)}
+        sort_key = lambda t: rank[id(t)]  # noqa: E731
+    else:
+        runq = states
+        sort_key = lambda t: t.tid  # noqa: E731
+    if lau.direct:
+        fn, kargs = pool.fn, pool.kargs
+        for ts in runq:
+            module._ts = ts
+            module.threadIdx = ts.threadIdx
+            module.laneid = ts.lane
+            try:
+                fn(*kargs)
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
+                raise thread_error(lau, ts, exc) from None
+            ts.wait = "exited"
+        return
+    live = len(states)
+    on_barrier = getattr(lau.hooks, "on_barrier", None)
+    free = pool.free
+    waiting = []
+    while True:
+        for ts in runq:
+            module._ts = ts
+            module.threadIdx = ts.threadIdx
+            module.laneid = ts.lane
+            try:
+                if ts.g is None:
+                    res = pool.start(ts)
+                else:
+                    res = ts.g.switch()
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
+                raise thread_error(lau, ts, exc) from None
+            if res is _DONE:
+                live -= 1
+                ts.wait = "exited"
+                free.append(ts.g)
+                ts.g = None
+            else:
+                waiting.append(ts)
+        if not waiting:
+            return
+        # 1. warp collectives whose lanes have all arrived
+        runq = _resolve_warps(lau, waiting, states)
+        if runq:
+            waiting = [ts for ts in waiting if ts.wait is not None]
+            runq.sort(key=sort_key)
+            continue
+        # 2. the block barrier, once every thread of the block waits at one
+        at_bar = [ts for ts in waiting if ts.wait.startswith("bar")]
+        if len(at_bar) == len(waiting) == live and live == len(states):
+            sites = {ts.site for ts in at_bar}
+            if len(sites) > 1:
+                raise divergence_error(lau, at_bar)
+            kind = at_bar[0].wait
+            if kind != "bar":
+                vals = [ts.value for ts in at_bar]
+                res = (sum(vals) if kind == "bar_count" else int(all(vals)) if kind == "bar_and" else int(any(vals)))
+            else:
+                res = None
+            for ts in at_bar:
+                ts.barriers += 1
+                ts.wait = None
+                ts.result = res
+            if on_barrier:
+                on_barrier(block)
+            runq = sorted(at_bar, key=sort_key)
+            waiting = []
+            continue
+        raise stuck_error(lau, waiting, states, live)
+
+
+def _resolve_warps(lau, waiting, states):
+    """Complete every warp collective whose participating lanes have all arrived; return the lanes to resume."""
+    resumed = []
+    groups = {}
+    for ts in waiting:
+        if ts.wait is not None and not ts.wait.startswith("bar"):
+            key = (ts.warp, ts.wait, ts.site if ts.wait != "syncwarp" else None)
+            groups.setdefault(key, []).append(ts)
+    if not groups:
+        return resumed
+    for (warp, kind, _site), lanes in groups.items():
+        base = warp * 32
+        warp_states = states[base : base + 32]
+        if kind == "activemask":
+            # every live lane of the warp waits somewhere: those waiting here are the converged set
+            if any(t.wait is None for t in warp_states):
+                continue
+            mask = 0
+            for t in lanes:
+                mask |= 1 << t.lane
+            for t in lanes:
+                t.result = np.uint32(mask)
+        else:
+            mask = lanes[0].mask & FULL_MASK
+            here = {t.lane for t in lanes}
+            needed = [t for t in warp_states if (mask >> t.lane) & 1 and t.wait != "exited"]
+            if any(t.lane not in here for t in needed):
+                continue
+            _compute_collective(kind, lanes, mask, warp_states)
+        for t in lanes:
+            t.warp_syncs += 1
+            t.wait = None
+        resumed.extend(lanes)
+    return resumed
+
+
+
+def _i32(bits):
+    return np.uint32(bits).view(np.int32)
+
+
+def _compute_collective(kind, lanes, mask, warp_states):
+    by_lane = {t.lane: t for t in lanes}
+    if kind == "syncwarp":
+        for t in lanes:
+            t.result = None
+        return
+    if kind.startswith("shfl"):
+        for t in lanes:
+            arg, width = t.args
+            width = int(width)
+            seg = t.lane & ~(width - 1)
+            if kind == "shfl":
+                src = seg + (int(arg) % width)
+            elif kind == "shfl_up":
+                src = t.lane - int(arg)
+                if src < seg:
+                    src = t.lane
+            elif kind == "shfl_down":
+                src = t.lane + int(arg)
+                if src >= seg + width:
+                    src = t.lane
+            else:
+                src = t.lane ^ int(arg)
+                if (src & ~(width - 1)) > seg:
+                    src = t.lane
+            # A source lane that does not take part (not in mask, or exited) gives an undefined value on a
+            # GPU; the engine returns the caller's own value, deterministically.
+            source = by_lane.get(src & 31, t)
+            t.result = source.value
+        return
+    preds = [t.value for t in lanes]
+    # result types as numba-cuda types them on the GPU: ballot and match masks are int32 bit patterns,
+    # votes are booleans, activemask is uint32
+    if kind == "ballot":
+        bits = 0
+        for t in lanes:
+            if t.value:
+                bits |= 1 << t.lane
+        res = _i32(bits)
+    elif kind == "all":
+        res = all(preds)
+    elif kind == "any":
+        res = any(preds)
+    elif kind == "eq":
+        res = all(p == preds[0] for p in preds)
+    elif kind == "match_any":
+        for t in lanes:
+            bits = 0
+            for u in lanes:
+                if u.value == t.value:
+                    bits |= 1 << u.lane
+            t.result = _i32(bits)
+        return
+    elif kind == "match_all":
+        same = all(p == preds[0] for p in preds)
+        bits = 0
+        for t in lanes:
+            bits |= 1 << t.lane
+        res = (_i32(bits if same else 0), same)
+    else:  # pragma: no cover - every kind above is produced by EngineCUDAModule
+        raise AssertionError(kind)
+    for t in lanes:
+        t.result = res

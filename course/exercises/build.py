@@ -1,0 +1,118 @@
+"""``exercises/`` from ``solutions/``: every ``# BEGIN SOLUTION`` … ``# END SOLUTION`` block becomes a stub."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+
+from course.exercises.registry import EXERCISES, by_target
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+EXERCISES_DIR = ROOT / "exercises"
+
+
+# exercises/ from solutions/
+
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION\b.*$")
+END = re.compile(r"^[ \t]*# END SOLUTION\b.*$")
+
+
+def _stub_hint(source: str, before: str) -> str:
+    """The stub hint for a solution block: the exercise whose function encloses it, else a generic one."""
+    defs = re.findall(r"^\s*def\s+(\w+)\s*\(", before, re.M)
+    for target in reversed(defs):
+        ex = by_target(target)
+        if ex:
+            return f"{ex.name}: {ex.stub_hint}"
+    return "write your code here"
+
+
+def strip_solutions(source: str, where: str = "cell") -> str:
+    """Replace every ``# BEGIN SOLUTION`` … ``# END SOLUTION`` block with a stub that raises NotImplementedError."""
+    out, lines, i = [], source.splitlines(), 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        if not m:
+            if END.match(lines[i]):
+                raise ValueError(f"{where}: '# END SOLUTION' without a '# BEGIN SOLUTION' before it")
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not END.match(lines[j]):
+            if BEGIN.match(lines[j]):
+                raise ValueError(f"{where}: '# BEGIN SOLUTION' inside another solution block (line {j + 1})")
+            j += 1
+        if j == len(lines):
+            raise ValueError(f"{where}: '# BEGIN SOLUTION' at line {i + 1} has no '# END SOLUTION'")
+        hint = _stub_hint(source, "\n".join(lines[:i]))
+        out.append(f"{m.group('indent')}raise NotImplementedError({hint!r})")
+        i = j + 1
+    return "\n".join(out)
+
+
+def exercise_notebook(solution_nb):
+    """The exercise notebook for a solution notebook: solutions stubbed, outputs removed, marked as an exercise."""
+    import copy
+
+    nb = copy.deepcopy(solution_nb)
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.source = strip_solutions(cell.source, f"cell {k}")
+            cell.outputs = []
+            cell.execution_count = None
+        cell.metadata.pop("execution", None)
+    nb.metadata.setdefault("course", {})["generated_from"] = "solutions/ by python -m course.exercises build"
+    return nb
+
+
+def build(check_only: bool = False, solutions=SOLUTIONS, exercises=EXERCISES_DIR) -> list:
+    """Write exercises/*.ipynb from solutions/*.ipynb; with ``check_only``, return the drifted files instead."""
+    import nbformat
+
+    drift = []
+    exercises = pathlib.Path(exercises)
+    wanted = set()
+    for src in sorted(pathlib.Path(solutions).glob("*.ipynb")):
+        nb = nbformat.read(src, as_version=4)
+        text = nbformat.writes(exercise_notebook(nb)) + "\n"
+        dst = exercises / src.name
+        wanted.add(dst.name)
+        current = dst.read_text(encoding="utf-8") if dst.exists() else None
+        if current != text:
+            drift.append(str(dst.relative_to(exercises.parent)) if exercises.parent in dst.parents else str(dst))
+            if not check_only:
+                exercises.mkdir(parents=True, exist_ok=True)
+                dst.write_text(text, encoding="utf-8")
+    for extra in sorted(pathlib.Path(exercises).glob("*.ipynb")):
+        if extra.name not in wanted:
+            drift.append(f"{extra} (no solution notebook of that name)")
+    return drift
+
+
+def main(argv=None) -> int:
+    """``python -m course.exercises build [--check] | list``."""
+    p = argparse.ArgumentParser(prog="python -m course.exercises", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="generate exercises/*.ipynb from solutions/*.ipynb")
+    b.add_argument("--check", action="store_true", help="change nothing; exit 1 if exercises/ has drifted")
+    sub.add_parser("list", help="list the exercises by chapter")
+    args = p.parse_args(argv)
+    if args.cmd == "list":
+        for ex in EXERCISES.values():
+            print(f"{ex.name:24} {ex.max_score} pts  {ex.title}")
+        return 0
+    drift = build(check_only=args.check)
+    if args.check:
+        if drift:
+            print("exercises/ is out of step with solutions/: " + ", ".join(drift)
+                  + "\nRun `python -m course.exercises build` (or `make exercises`) and commit the result.")
+            return 1
+        print("exercises/ matches solutions/.")
+        return 0
+    print("wrote " + (", ".join(drift) if drift else "nothing (already up to date)"))
+    return 0
+

@@ -1,0 +1,195 @@
+"""Judging a kernel: fresh inputs and awkward shapes against the reference, then a traced launch for the
+performance properties."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import numpy as np
+
+from course.exercises.contract import (
+    LAUNCH_TIME_LIMIT,
+    Exercise,
+    Input,
+    Result,
+    Verdict,
+)
+from course.exercises.lint import kernel_source_problems, py_func
+from course.exercises.properties import no_races, race_text
+
+# Judging
+
+
+class _SharedBytes:
+    """Engine hooks that record how many bytes of shared memory each block allocates."""
+
+    def __init__(self):
+        self.per_block = []
+
+    def end_block(self, block):
+        from course import engine
+
+        module = engine.current_module()
+        shared = getattr(module, "shared", None)
+        self.per_block.append(int(getattr(shared, "next_offset", 0)))
+
+    @property
+    def max_bytes(self) -> int:
+        return max(self.per_block, default=0)
+
+
+def _launch(kernel, inp: Input, hooks=None, time_limit=None):
+    """One launch on the CPU engine, whatever the backend.
+
+    Grading must not depend on the machine: the engine reports an out-of-bounds index or a barrier
+    some threads skip (a GPU silently survives both), runs threads in one documented order, and
+    stops an endless kernel at its time limit.
+    """
+    from course.engine import launch
+
+    launch(kernel, inp.griddim, inp.blockdim, inp.args, hooks=hooks,
+           time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
+
+
+def is_stub(kernel) -> bool:
+    """True when the kernel's body is still the exercise's ``raise NotImplementedError(...)`` stub."""
+    import inspect
+
+    fn = py_func(kernel)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    body = [s for s in (node.body if node else []) if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _classify(exc: BaseException):
+    """(status, what, detail) for an exception raised by a launch of the learner's kernel."""
+    chain, e = [], exc
+    while e is not None and len(chain) < 5:
+        chain.append(e)
+        e = getattr(e, "cause", None) or e.__cause__ or e.__context__
+    if any(isinstance(e, NotImplementedError) for e in chain):
+        return "not attempted", "not written yet", "the kernel still raises NotImplementedError"
+    text = str(exc).strip() or type(exc).__name__
+    if "time limit" in text:
+        return "timeout", "finishes in time", text
+    if "out of bounds" in text or "IndexError" in text:
+        return "error", "stays inside its arrays", text
+    return "error", "runs without an error", f"{type(exc).__name__}: {text}" if not isinstance(
+        exc, RuntimeError) else text
+
+
+def _compare(ex: Exercise, inp: Input):
+    """None if every expected array matches, else a sentence naming the first wrong element."""
+    for k, want in inp.expected.items():
+        got = np.asarray(inp.args[k])
+        name = inp.names[k]
+        if ex.rtol or ex.atol:
+            ok = np.isclose(got, want, rtol=ex.rtol, atol=ex.atol)
+        else:
+            ok = (got == want) | (np.isnan(got) & np.isnan(want))
+        if ok.all():
+            continue
+        bad = np.argwhere(~ok)
+        first = tuple(int(i) for i in bad[0])
+        idx = ", ".join(map(str, first))
+        g = got[first]
+        if np.isnan(g):
+            what = f"{name}[{idx}] is NaN: never written (or a NaN was computed)"
+        else:
+            what = f"{name}[{idx}] is {g:g}, expected {want[first]:g}"
+        return f"{what}; {len(bad)} of {got.size} elements wrong"
+    return None
+
+
+def _race_on(kernel, ex: Exercise, inp: Input) -> str:
+    """The first race the tracer finds when ``kernel`` runs on (a fresh copy of) ``inp``, or ''."""
+    if not any(p.name == "no race between threads" for p in ex.properties):
+        return ""
+    try:
+        from course.trace import trace
+
+        args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in inp.args)
+        races = list(trace(kernel, inp.griddim, inp.blockdim, *args, lines=False).races())
+    except Exception:  # diagnosis only: the wrong result is already reported
+        return ""
+    return f"{len(races)} race(s); first: {race_text(races[0])}" if races else ""
+
+
+def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Verdict:
+    """Run ``kernel`` on fresh inputs and a traced launch; return the verdict (never raises for the kernel's faults)."""
+    rng = np.random.default_rng(seed)
+    results = []
+
+    def verdict(status, score, hint):
+        return Verdict(ex.name, status, score, ex.max_score, results, hint)
+
+    if lint:
+        problems = kernel_source_problems(kernel)
+        if problems:
+            line, msg = problems[0]
+            results.append(Result("uses only what compiles in a CUDA kernel", False, f"line {line}: {msg}"))
+            return verdict("rejected", 0, "Inside a kernel only cuda.*, math.*, arithmetic, numbers, arrays and "
+                                          "device functions are available: that is what compiles for the GPU.")
+    if is_stub(kernel):
+        results.append(Result("not written yet", False, "the kernel still raises NotImplementedError"))
+        return verdict("not attempted", 0, ex.stub_hint)
+    inputs = list(ex.make_inputs(rng))
+    for inp in inputs:
+        try:
+            _launch(kernel, inp, time_limit=time_limit)
+        except Exception as exc:  # the learner's kernel failed: report, never raise
+            status, what, detail = _classify(exc)
+            results.append(Result(what, False, detail, inp.label))
+            hint = ex.stub_hint if status == "not attempted" else (
+                ex.hint_oob if "inside its arrays" in what else
+                "A kernel that never finishes usually has a loop whose condition never becomes false, or "
+                "threads waiting at a barrier others never reach." if status == "timeout" else ex.hint_wrong)
+            return verdict(status, 0, hint)
+        wrong = _compare(ex, inp)
+        if wrong:
+            results.append(Result("correct result", False, wrong, inp.label))
+            race = _race_on(kernel, ex, inp)
+            if race:  # a wrong result caused by a race: say so, it is the thing to fix
+                results.append(Result("no race between threads", False, race, inp.label))
+                return verdict("fail", 0, no_races().hint)
+            return verdict("fail", 0, ex.hint_wrong)
+    results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
+    score = 1
+    hint = ""
+    if ex.properties:
+        tin = ex.make_trace_input(rng)
+        shared = _SharedBytes()
+        try:
+            _launch(kernel, tin, hooks=shared, time_limit=time_limit)
+            wrong = _compare(ex, tin)
+            if wrong:
+                results.append(Result("correct result", False, wrong, tin.label))
+                return verdict("fail", 0, ex.hint_wrong)
+            from course.trace import trace
+
+            tin2 = ex.make_trace_input(np.random.default_rng(rng.integers(1 << 31)))
+            report = trace(kernel, tin2.griddim, tin2.blockdim, *tin2.args,
+                           lines=any(p.lines for p in ex.properties),
+                           time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
+        except Exception as exc:
+            status, what, detail = _classify(exc)
+            results.append(Result(what, False, detail, tin.label))
+            return verdict(status, 0, ex.hint_wrong)
+        extra = {"shared_bytes": shared.max_bytes}
+        for prop in ex.properties:
+            ok, detail = prop.measure(report, extra)
+            results.append(Result(prop.name, ok, detail, tin.label))
+            if ok:
+                score += 1
+            elif not hint:
+                hint = prop.hint
+    status = "pass" if score == ex.max_score else "partial"
+    return verdict(status, score, hint)

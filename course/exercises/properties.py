@@ -1,0 +1,141 @@
+"""Performance properties, measured on a trace report (:mod:`course.trace`)."""
+
+from __future__ import annotations
+
+from course.exercises.contract import Property
+
+# Properties, measured on a trace report (course.trace)
+
+
+def _ratio(t, num, den):
+    return t[num] / t[den] if t[den] else 0.0
+
+
+def coalesced(kind: str, max_sectors: float = 4.0, hint: str = "") -> Property:
+    """At most ``max_sectors`` 32-byte sectors per request on global loads or stores (``kind``)."""
+
+    def measure(report, extra):
+        t = report.totals()
+        req = t[f"global_{kind}_requests"]
+        if not req:
+            return False, f"no global {kind}s were traced"
+        r = _ratio(t, f"global_{kind}_sectors", f"global_{kind}_requests")
+        return r <= max_sectors + 1e-9, f"{r:.2f} sectors per request (want at most {max_sectors:g})"
+
+    what = "load" if kind == "load" else "store"
+    return Property(f"coalesced global {what}s (合并访存)", measure, hint or (
+        f"Look at the global {what}s: which addresses do the 32 lanes of one warp touch in one "
+        f"instruction? Neighbouring lanes (threadIdx.x, threadIdx.x + 1) should touch neighbouring elements "
+        f"of a row."))
+
+
+def conflict_free(kind: str, max_wavefronts: float = 1.0, hint: str = "", name: str = "") -> Property:
+    """Shared-memory ``kind`` (load/store) accesses take at most ``max_wavefronts`` × their conflict-free minimum.
+
+    The minimum is the tracer's ideal wavefronts (one per request for 4-byte accesses; a 16-byte load the
+    compiler made from four 4-byte ones needs 2 even without a conflict), so the degree measured is the
+    bank conflicts' alone — the same for the source's count and the compiled kernel's (course.compiler).
+    """
+
+    def measure(report, extra):
+        t = report.totals()
+        req = t[f"shared_{kind}_requests"]
+        if not req:
+            return False, f"no shared-memory {kind}s"
+        waves = t[f"shared_{kind}_wavefronts"]
+        extra_waves = report.bank_conflicts()[kind]
+        ideal = max(1, waves - extra_waves)
+        degree = waves / ideal
+        ways = f" (a {degree:.3g}-way bank conflict on average)" if degree > max_wavefronts + 1e-9 else ""
+        return degree <= max_wavefronts + 1e-9, (
+            f"{waves / req:.2f} wavefronts per request, {degree:.2f}× the conflict-free minimum{ways} "
+            f"(want at most {max_wavefronts:g}×)")
+
+    return Property(name or f"no bank conflicts on shared {kind}s (存储体冲突)", measure, hint or (
+        f"Work out the bank of each lane's {kind}: bank = (word index) mod 32. If several lanes of one warp "
+        f"hit different words of the same bank, the {kind} is served in several passes."))
+
+
+def uses_shared(hint: str = "") -> Property:
+    """The kernel stores to and loads from shared memory (so it cannot pass by skipping the tile)."""
+
+    def measure(report, extra):
+        t = report.totals()
+        ok = t["shared_store_requests"] > 0 and t["shared_load_requests"] > 0
+        return ok, (f"{t['shared_store_requests']} shared stores, {t['shared_load_requests']} shared loads"
+                    if ok else "the kernel never goes through shared memory")
+
+    return Property("uses shared memory (共享内存)", measure, hint or (
+        "This exercise is about staging data in a cuda.shared.array tile: read it coalesced from global "
+        "memory into the tile, then read the tile in the order you need."))
+
+
+def no_races(hint: str = "") -> Property:
+    """No two threads of a block touch the same shared word (one writing) without a barrier between."""
+
+    def measure(report, extra):
+        races = list(report.races())
+        if not races:
+            return True, "no race found"
+        return False, f"{len(races)} race(s); first: {race_text(races[0])}"
+
+    return Property("no race between threads", measure, hint or (
+        "One thread reads a shared-memory word that another thread writes, and nothing makes the reader "
+        "wait for the writer. What must every thread of the block reach before anyone reads the tile?"))
+
+
+def race_text(race) -> str:
+    text = str(race)
+    return text.splitlines()[0] if text else repr(race)
+
+
+def no_divergence(hint: str = "") -> Property:
+    """No branch splits a warp: every warp's lanes take the same side of every branch (分支分化)."""
+
+    def measure(report, extra):
+        div = report.divergence()
+        if not div.branches:
+            return True, f"no warp split; {div.avg_active_lanes:.1f} of 32 lanes active per warp step"
+        b = div.branches[0]
+        sides = ", ".join(f"{v} to {'the end' if k == 'exit' else f'line {k}'}" for k, v in b.sides.items())
+        return False, (f"{len(div.branches)} branch(es) split warps; first at line {b.line} `{b.source}` "
+                       f"({b.divergent} of {b.executions} warp executions split; lanes went {sides}); "
+                       f"{div.avg_active_lanes:.1f} of 32 lanes active per warp step")
+
+    return Property("no warp divergence (分支分化)", measure, hint or (
+        "A warp runs both sides of a branch, one after the other, when its lanes disagree. Which threads "
+        "handle which elements is up to you: can you arrange it so that all 32 lanes of a warp agree?"),
+        lines=True)
+
+
+def shared_at_most(nbytes: int, hint: str) -> Property:
+    """The block allocates at most ``nbytes`` bytes of shared memory (e.g. an unpadded 32×32 tile)."""
+
+    def measure(report, extra):
+        got = extra.get("shared_bytes", 0)
+        return got <= nbytes, f"{got} bytes of shared memory per block (want at most {nbytes})"
+
+    return Property(f"no padding: at most {nbytes} bytes of shared memory per block", measure, hint)
+
+
+
+def few_warp_splits(max_per_warp: float, hint: str = "") -> Property:
+    """At most ``max_per_warp`` warp-splitting branch executions per warp on average (分支分化).
+
+    For kernels where some divergence cannot be avoided (the last five steps of a reduction tree
+    split warp 0), unlike :func:`no_divergence`, which wants none at all.
+    """
+
+    def measure(report, extra):
+        div = report.divergence()
+        warps = max(len(div.warps), 1)
+        splits = sum(b.divergent for b in div.branches)
+        per = splits / warps
+        worst = max(div.branches, key=lambda b: b.divergent, default=None)
+        where = f"; most at line {worst.line} `{worst.source}`" if worst is not None and splits else ""
+        return per <= max_per_warp + 1e-9, (f"{splits} warp splits over {warps} warps: {per:.2f} per warp "
+                                            f"(want at most {max_per_warp:g}){where}")
+
+    return Property(f"little warp divergence: at most {max_per_warp:g} split per warp (分支分化)", measure, hint or (
+        "A warp runs both sides of a branch when its lanes disagree. Which threads are active at each step? "
+        "If whole warps are active or idle together, only the last few steps can split a warp."), lines=True)

@@ -1,0 +1,98 @@
+"""The tracer's entry point: :func:`trace` runs one launch on the CPU engine and returns its :class:`Report`."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from course import compiler as _compiler
+from course import engine as _engine
+from course.trace.arrays import make_array_class
+from course.trace.markers import TID_FN, instrument, settrace_lines
+from course.trace.recorder import Recorder
+from course.trace.report import Report
+
+# Entry point
+
+
+def _engine_host(a):
+    """A NumPy view of a device array (what numba would type), else the argument itself."""
+    if hasattr(a, "copy_to_host") and hasattr(a, "_ary"):
+        return a._ary
+    return a
+
+
+def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lines=True, seed=None,
+          time_limit=None, compiler=None) -> Report:
+    """Run one launch on the CPU engine, recording every global and shared element access; return a :class:`Report`.
+
+    ``detail_blocks``: blocks whose every access is kept for :meth:`Report.warp_detail` and
+    :meth:`Report.warp_accesses` (default: all blocks when the grid has at most 64, else the first 4);
+    counts, races and divergence always cover the whole launch.  ``lines=False`` skips the line
+    events that :meth:`Report.divergence` needs (a little faster).
+
+    ``compiler``: where a thread's neighbouring shared accesses could be merged into one wide instruction,
+    count them the way the GPU compiler built the kernel (:mod:`course.compiler`) — ``None`` (default)
+    when its facts can be had, ``False`` never (the source's own accesses), ``True`` always (an error
+    when no facts can be had).  :attr:`Report.compiler` says what was done.
+    """
+    fn = _engine.kernel_py_func(kernel)
+    grid = _engine.normalise_dims(griddim, "blocks_per_grid (griddim)")
+    gx, gy, gz = grid
+
+    def linear(b):
+        if isinstance(b, (int, np.integer)):
+            b = int(b)
+            return (b % gx, (b // gx) % gy, b // (gx * gy))
+        b = tuple(int(x) for x in b)
+        return b + (0,) * (3 - len(b))
+
+    if detail_blocks is None:
+        keep = None if gx * gy * gz <= 64 else {linear(b) for b in range(4)}
+    else:
+        keep = {linear(b) for b in detail_blocks}
+    rec = Recorder(fn.__code__, keep, lines)
+    rec.compiler_mode = compiler
+    if compiler is not False:
+        try:
+            from numba import typeof
+
+            rec.compiler_job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
+        except Exception as e:  # noqa: BLE001 - an argument numba cannot type: the launch will say so
+            rec.compiler_why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
+    run = kernel
+    tracer = None
+    g = fn.__globals__
+    saved = {k: g[k] for k in (TID_FN,) if k in g}
+    if lines:
+        inst = instrument(fn)
+        if inst is not None:
+            inst, rec.line_weights = inst
+            run = inst
+            rec.kcode = inst.__code__
+            rec.array_class = make_array_class(rec)
+            tid_fn = lambda: rec.new_thread_lines()  # noqa: E731
+            rec.helpers = (tid_fn,)  # it never waits: the engine may still run threads as plain calls
+            g[TID_FN] = tid_fn
+        else:
+            tracer = settrace_lines(rec)
+    old = sys.gettrace()
+    t0 = time.perf_counter()
+    if tracer is not None:
+        sys.settrace(tracer)
+    try:
+        _engine.launch(run, grid, blockdim, args, dynshared=dynshared, hooks=rec, seed=seed,
+                       time_limit=time_limit)
+    finally:
+        if tracer is not None:
+            sys.settrace(old)
+        for k in (TID_FN,):
+            if k in saved:
+                g[k] = saved[k]
+            else:
+                g.pop(k, None)
+    rec.flush()
+    seconds = time.perf_counter() - t0
+    return Report(rec, fn.__name__, griddim, blockdim, seconds, lines)
