@@ -576,8 +576,9 @@ class ClaimsTable:
             measured = e["measured"] or NOT_MEASURED
             if e["verdict"] == "not-measurable":
                 measured = f"not measurable: {e.get('reason', '')}"
+            evidence = e["evidence"] or (f"planned: {e['planned']}" if e.get("planned") else "")
             yield (e["id"], f"{e['seed'][:3]} §{e.get('section', '')}", e["claim"], _claimed(e), measured,
-                   e["verdict"], e["evidence"] or "")
+                   e["verdict"], evidence)
 
     def __repr__(self):
         out = []
