@@ -32,6 +32,7 @@ import html
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -239,7 +240,7 @@ def _with_banner(nb, cell):
         if c.cell_type == "markdown" and c.source.lstrip().startswith("# "):
             title, _, rest = c.source.lstrip().partition("\n")
             c.source = title
-            nb.cells[i + 1:i + 1] = [cell] + ([nbformat.v4.new_markdown_cell(rest)] if rest.strip() else [])
+            nb.cells[i + 1:i + 1] = [cell] + ([nbformat.v4.new_markdown_cell(rest.lstrip("\n"))] if rest.strip() else [])
             return nb
     nb.cells.insert(0, cell)
     return nb
@@ -263,10 +264,12 @@ def _merged(clean, done):
     return page
 
 
-def chapter_page(ch, prov: dict, stale: str = "execute", cache: pathlib.Path = BUILD / "site-cache"):
-    """(notebook for the page, one-word origin): 'recorded' (executed copy), 'cpu-now' or 'stale-kept'."""
+def chapter_page(ch, prov: dict, stale: str = "execute", cache: pathlib.Path = BUILD / "site-cache", why=None):
+    """(notebook for the page, one-word origin): 'recorded' (executed copy), 'cpu-now' or 'stale-kept'.
+
+    ``why``: the chapter's :func:`staleness`, None when its executed copy is up to date.
+    """
     clean = read_nb(ch.path)
-    why = staleness(ch)
     chap = prov.get("chapters", {}).get(stem(ch), {})
     if why is None and "failed" not in chap:
         page = _merged(clean, read_nb(executed_path(ch)))
@@ -426,16 +429,32 @@ def _write_if_changed(path: pathlib.Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _site_links(nb, files) -> None:
+    """HTML outputs link chapters by notebook file (course.chapters.ChapterMap): point them at the pages."""
+    pattern = re.compile(r'href="(\d\d_[a-z0-9_]+)\.ipynb"')
+
+    def fix(m):
+        return f'href="{m[1]}.html"' if f"{m[1]}.ipynb" in files else m[0]
+
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "text/html" in data:
+                text = data["text/html"]
+                data["text/html"] = pattern.sub(fix, "".join(text) if isinstance(text, list) else text)
+
+
 def assemble(src: pathlib.Path, *, stale: str = "execute", numbers=None) -> dict:
-    """Write the Sphinx sources into ``src``; returns {notebook stem: origin}."""
+    """Write the Sphinx sources into ``src``; returns {notebook stem: (origin, why stale or None)}."""
     import nbformat
 
     src.mkdir(parents=True, exist_ok=True)
     prov = load_provenance()
-    origins = {}
+    origins, outdated = {}, stale_chapters()  # one look at notebooks/: other pages must agree with it
     todo = [ch for ch in chapters() if numbers is None or ch.number in numbers]
     for ch in todo:
-        page, origins[stem(ch)] = chapter_page(ch, prov, stale)
+        page, origins[stem(ch)] = chapter_page(ch, prov, stale, why=outdated.get(stem(ch)))
+        _site_links(page, {c.file for c in todo})
         _write_if_changed(src / ch.file, nbformat.writes(page))
     keep = {ch.file for ch in todo} | {p.name for p in PAGES.glob("*.md")}
     for old in src.iterdir():  # a chapter dropped from the list, or left out of this build
@@ -448,13 +467,13 @@ def assemble(src: pathlib.Path, *, stale: str = "execute", numbers=None) -> dict
         "claims_table": claims_table(),
         "headline_table": headline_table(),
         "run_table": run_page(prov, origins),
-        "stale_list": "\n".join(f"- `{k}`: {v}" for k, v in stale_chapters().items()) or "- none",
+        "stale_list": "\n".join(f"- `{k}`: {v}" for k, v in outdated.items()) or "- none",
         "tracer_validation": (ROOT / "docs" / "tracer_validation.md").read_text(encoding="utf-8").split("\n", 1)[1],
         "run_summary": _run_line(prov) if prov else "no stored run (every chapter executed on the CPU at build time)",
     }
     for page in PAGES.glob("*.md"):
         _write_if_changed(src / page.name, _fill(page.read_text(encoding="utf-8"), values))
-    return origins
+    return {k: (v, outdated.get(k)) for k, v in origins.items()}
 
 
 def build(out: pathlib.Path = BUILD / "site", *, stale: str = "execute", numbers=None, quiet: bool = True,
@@ -468,7 +487,7 @@ def build(out: pathlib.Path = BUILD / "site", *, stale: str = "execute", numbers
     if quiet:
         cmd.insert(3, "-q")
     subprocess.run(cmd, check=True, cwd=ROOT)
-    counts = {o: sum(1 for v in origins.values() if v == o) for o in sorted(set(origins.values()))}
+    counts = {o: sum(1 for v, _ in origins.values() if v == o) for o in sorted({v for v, _ in origins.values()})}
     print(f"site built in {time.monotonic() - started:.0f} s: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
           f"/index.html; chapter pages: {counts}")
     return origins
