@@ -83,6 +83,9 @@ class Launch:
         self.time_limit = DEFAULT_TIME_LIMIT
         self.global_addrs = {}
         self.next_global = 1 << 32
+        self.next_sync = 0  # the next syncwarp event id (every resolved syncwarp() is one event)
+        self.sync_log = []  # with hooks: (event id, participating tids) per syncwarp of the running block
+        self.preempt = None  # engine.order(seed): a random.Random that decides where a thread pauses after a load
 
 
 state = threading.local()
@@ -95,6 +98,24 @@ def launch_state() -> Launch | None:
 def current_module() -> EngineCUDAModule | None:
     """The ``cuda`` module of the launch now running on the engine (None outside a launch)."""
     return getattr(state, "module", None)
+
+
+class PreemptingArray(KernelArray):
+    """Under ``engine.order(seed)``: after a load from global or shared memory a thread may pause, so that other
+    threads run between its load and its store (``out[0] += x`` then loses updates, as on a GPU)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, idx):
+        v = self._get(idx)
+        if self.space != "local" and v.__class__ is not PreemptingArray:
+            mod = state.module
+            if mod is not None and mod._launch.preempt is not None and mod._launch.preempt.random() < 0.5:
+                ts = mod._ts
+                ts.wait = "yield"
+                ts.site = None
+                mod._sched.switch(None)
+        return v
 
 
 def current_thread() -> ThreadState:
@@ -360,9 +381,21 @@ class EngineCUDAModule:
 
     # -- warp collectives (Volta+ semantics, see _resolve_warp) -------------------------------
     def syncwarp(self, mask=FULL_MASK):
-        self._block("syncwarp", None, mask)
+        """Wait for the lanes named in ``mask`` (and only those) to reach a syncwarp with this mask; orders
+        their memory accesses (Volta and later).  The calling lane must be in its own mask."""
+        ts = self._ts
+        m = int(mask) & FULL_MASK
+        if not (m >> ts.lane) & 1:
+            raise UserError(
+                f"cuda.syncwarp({m:#010x}) called by lane {ts.lane} of warp {ts.warp}, which its own mask leaves "
+                f"out: on a GPU that is undefined behaviour (a lane may only wait with the lanes its mask names, "
+                f"itself among them). Put this lane in the mask (bit {ts.lane}: mask | (1 << lane)), or call "
+                "syncwarp only from the lanes the mask names")
+        self._block("syncwarp", None, m)
 
     def activemask(self):
+        # Not a synchronisation point: it neither orders memory nor makes lanes wait for each other on a GPU.
+        # The engine gathers the lanes that reach it together only to say which they are (the converged set).
         return self._block("activemask")
 
     def lanemask_lt(self):

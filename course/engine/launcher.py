@@ -14,6 +14,7 @@ from course.engine.kernel_api import (
     DEFAULT_TIME_LIMIT,
     EngineCUDAModule,
     Launch,
+    PreemptingArray,
     launch_state,
     state,
 )
@@ -91,6 +92,9 @@ _SCALARS = (int, float, complex, bool, np.generic)
 def _prepare_args(fn, args, launch, module):
     """Turn launch arguments into what the kernel sees; returns (kernel args, write-backs)."""
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
+    defaults = fn.__defaults__ or ()
+    if len(args) < len(names) and len(args) >= len(names) - len(defaults):
+        args = tuple(args) + tuple(defaults[len(defaults) - (len(names) - len(args)):])
     if len(args) != len(names) and not (fn.__code__.co_flags & 0x04):
         raise typed_error(TypeError,
             f"kernel `{launch.name}` takes {len(names)} argument(s) ({', '.join(names)}) but the launch passed {len(args)}"
@@ -163,8 +167,14 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     _check_config(grid, block)
     if seed is None:
         seed = _order_seed
-    array_class = getattr(hooks, "array_class", None) or KernelArray
+    array_class = getattr(hooks, "array_class", None)
+    if array_class is None:
+        array_class = KernelArray if seed is None else PreemptingArray
     lau = Launch(fn, name, grid, block, int(dynshared or 0), array_class, hooks)
+    if seed is not None and array_class is PreemptingArray:
+        import random
+
+        lau.preempt = random.Random(seed)
     module = EngineCUDAModule(lau, simulator.fallback_module(grid, block))
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
     swapper = Swapper(module, lau)
@@ -177,7 +187,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     state.module = module
     try:
         swapper.add(fn)
-        lau.direct = never_blocks(lau, module)
+        lau.direct = lau.preempt is None and never_blocks(lau, module)
         watchdog.start()
         errstate = np.errstate(divide="raise") if getattr(kernel, "_debug", False) else contextlib.nullcontext()
         try:

@@ -122,6 +122,16 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
                 waiting.append(ts)
         if not waiting:
             return
+        # 0. threads that paused after a load (engine.order(seed)): run them again, in a fresh random order
+        if lau.preempt is not None:
+            ready = [ts for ts in waiting if ts.wait == "yield"]
+            if ready:
+                for ts in ready:
+                    ts.wait = None
+                waiting = [ts for ts in waiting if ts.wait is not None]
+                lau.preempt.shuffle(ready)
+                runq = ready
+                continue
         # 1. warp collectives whose lanes have all arrived
         runq = _resolve_warps(lau, waiting, states)
         if runq:
@@ -158,11 +168,13 @@ def _resolve_warps(lau, waiting, states):
     groups = {}
     for ts in waiting:
         if ts.wait is not None and not ts.wait.startswith("bar"):
-            key = (ts.warp, ts.wait, ts.site if ts.wait != "syncwarp" else None)
+            # syncwarp(mask) waits for the lanes of ITS mask, wherever in the code they call it with that mask;
+            # the other collectives pair the lanes that reach one call site
+            key = (ts.warp, ts.wait, ts.mask if ts.wait == "syncwarp" else ts.site)
             groups.setdefault(key, []).append(ts)
     if not groups:
         return resumed
-    for (warp, kind, _site), lanes in groups.items():
+    for (warp, kind, _where), lanes in groups.items():
         base = warp * 32
         warp_states = states[base : base + 32]
         if kind == "activemask":
@@ -181,8 +193,16 @@ def _resolve_warps(lau, waiting, states):
             if any(t.lane not in here for t in needed):
                 continue
             _compute_collective(kind, lanes, mask, warp_states)
+        if kind == "syncwarp":
+            # the one warp-level operation that orders memory: an event the tracer can name.  shfl_*_sync, votes
+            # and match order execution only (racecheck reports a shared store, a shfl, a neighbour's load);
+            # activemask() orders nothing
+            for t in lanes:
+                t.warp_syncs += 1
+            if lau.hooks is not None:  # an observer (the tracer) orders accesses by the syncs both lanes took
+                lau.sync_log.append((lau.next_sync, [t.tid for t in lanes]))
+            lau.next_sync += 1
         for t in lanes:
-            t.warp_syncs += 1
             t.wait = None
         resumed.extend(lanes)
     return resumed

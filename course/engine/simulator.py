@@ -170,7 +170,29 @@ def install():
     simkernel.FakeCUDAKernel.__getitem__ = getitem
     simkernel.FakeCUDAKernel.forall = forall
     _patch_device_facts()
+    _patch_jit_options()
     _installed = True
+
+
+# Options of numba-cuda's GPU ``cuda.jit`` that only steer the GPU compiler; numba's simulator refuses them
+_GPU_COMPILER_OPTIONS = ("lineinfo", "max_registers", "launch_bounds")
+
+
+def _patch_jit_options():
+    """Let ``cuda.jit(lineinfo=True)`` and the like work on the engine, as they do on a GPU (nothing to compile)."""
+    mod = cuda_module()
+    orig = getattr(mod, "jit", None)
+    if orig is None or getattr(orig, "_course_accepts_gpu_options", False):
+        return
+
+    @functools.wraps(orig)
+    def jit(*args, **kws):
+        for key in _GPU_COMPILER_OPTIONS:
+            kws.pop(key, None)
+        return orig(*args, **kws)
+
+    jit._course_accepts_gpu_options = True
+    mod.jit = jit
 
 
 def _patch_device_facts():

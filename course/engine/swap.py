@@ -7,6 +7,9 @@ import dis
 
 import numpy as np
 
+import sys
+import types
+
 from course.engine.simulator import cuda_module, device_py_func
 
 # Installing the kernel's world: swap ``cuda`` and device functions in the globals it reaches
@@ -65,6 +68,19 @@ def never_blocks(lau, module) -> bool:
     return True
 
 
+class NumbaProxy(types.ModuleType):
+    """The ``numba`` package as a kernel sees it during a launch: ``numba.cuda`` is the engine's module, every
+    other attribute numba's own (so ``numba.cuda.threadIdx.x`` and ``numba.float32`` both work)."""
+
+    def __init__(self, numba, module):
+        super().__init__(numba.__name__)
+        self.__dict__["_numba"] = numba
+        self.__dict__["cuda"] = module
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_numba"], name)
+
+
 class Swapper:
     """Replaces, for one launch, ``cuda`` by the engine's module and device functions by their Python code."""
 
@@ -75,6 +91,20 @@ class Swapper:
         self.cells = []  # (closure cell, original value)
         self.seen = set()
         self.cuda = cuda_module()
+        self.numba = sys.modules.get("numba")
+        self._proxy = None
+
+    def _replacement(self, value):
+        """What a global or a closure cell holding ``value`` holds during the launch (None: leave it)."""
+        if value is None:
+            return None
+        if value is self.cuda:
+            return self.module
+        if value is self.numba:
+            if self._proxy is None:
+                self._proxy = NumbaProxy(self.numba, self.module)
+            return self._proxy
+        return None
 
     def add(self, fn):
         code = fn.__code__
@@ -96,6 +126,14 @@ class Swapper:
                     value = cell.cell_contents
                 except ValueError:  # an empty cell
                     continue
+                swap = self._replacement(value)
+                if swap is not None:
+                    # CUDA reached through a closure: a factory that takes the cuda module (GPU-Puzzles style)
+                    # and returns the kernel body, or one that closes over the numba package
+                    self.cells.append((cell, value))
+                    cell.cell_contents = swap
+                    self.launch.closure_values.append(swap)
+                    continue
                 inner = device_py_func(value)
                 if inner is None:
                     self.launch.closure_values.append(value)
@@ -109,9 +147,10 @@ class Swapper:
             return
         self.seen.add(id(g))
         for name, value in list(g.items()):
-            if value is self.cuda:
+            swap = self._replacement(value)
+            if swap is not None:  # `cuda`, an alias of it (`nc`), or the numba package (`numba.cuda.grid(1)`)
                 self.saved.append((g, name, value))
-                g[name] = self.module
+                g[name] = swap
             else:
                 inner = device_py_func(value)
                 if inner is not None:
