@@ -1,6 +1,8 @@
 #!/bin/sh
 # The GPU lane: run on the lent H200 (see the README's "GPU lane" section).
-#   sh scripts/gpu_lane.sh OUTDIR [what...]     what: doctor tests notebooks scripts (default: all)
+#   sh scripts/gpu_lane.sh OUTDIR [what...]     what: doctor tests notebooks scripts (default: these four), execute
+# execute: the website's executed chapters (site/sitetool.py execute, one notebook at a time so that no two
+# share the GPU's timings) into OUTDIR/lane/executed; here: make site-import TGZ=OUTDIR/lane.tgz
 # Installs the carried wheels (.whl: numpy 2.4 — the image's numpy 2.5 breaks numba-cuda 0.30.4 — plus
 # nbval, greenlet, ...), then runs, on the GPU backend: the doctor, the unit tests, every notebook with
 # nbval, and every scripts/gpu/*.py (each writes its JSON records into OUTDIR/measurements). Everything
@@ -37,6 +39,10 @@ for step in $WHAT; do
         timeout 400 python3 "$s" --out "$LANE/measurements" > "$LANE/$(basename "$s" .py).log" 2>&1 || { status=1; echo "FAILED: $s"; }
         tail -25 "$LANE/$(basename "$s" .py).log"
       done ;;
+    execute)
+      timeout 530 python3 site/sitetool.py execute --out "$LANE/executed" --budget 470 --timeout 300 \
+        > "$LANE/execute.log" 2>&1 || status=1
+      grep -v 'IPKernelApp' "$LANE/execute.log" | tail -20 ;;
     *) python3 "$step" --out "$LANE/measurements" 2>&1 | tee "$LANE/$(basename "$step" .py).log" || status=1 ;;
   esac
 done

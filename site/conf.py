@@ -9,7 +9,7 @@ author = "the course's authors"
 copyright = "the course's authors"
 language = "en"
 
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "sphinx.ext.githubpages"]  # githubpages: writes .nojekyll
 root_doc = "index"
 exclude_patterns = []
 
