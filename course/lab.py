@@ -29,20 +29,23 @@ def _close(a, b) -> bool:
         return a == b
 
 
-def verdict(question: str, yours, actual, why: str) -> str:
+def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts") -> str:
     """The one-line answer to a prediction (see :func:`predict`)."""
     if yours is None:
         return (f"{question}: write your prediction (a number) in the cell and run it again; "
-                f"the tracer's answer stays hidden until then.")
+                f"the answer stays hidden until then.")
     shown = f"{actual:g}" if isinstance(actual, (int, float)) else str(actual)
     if _close(yours, actual):
         return f"right: {question} = {shown}. {why}"
-    return f"not quite: you said {yours}, the tracer counts {shown}. {why}"
+    return f"not quite: you said {yours}, {by} {shown}. {why}"
 
 
-def predict(question: str, yours, actual, why: str) -> None:
-    """Print whether ``yours`` matches ``actual`` (1 % tolerance), with ``why``: one line, printed once."""
-    print(verdict(question, yours, actual, why))
+def predict(question: str, yours, actual, why: str, by: str = "the tracer counts") -> None:
+    """Print whether ``yours`` matches ``actual`` (1 % tolerance), with ``why``: one line, printed once.
+
+    ``by`` names who answered in a wrong verdict ("the tracer counts", "the calculator gives" ...).
+    """
+    print(verdict(question, yours, actual, why, by))
 
 
 PER_REQUEST = ("ld sectors/req", "st sectors/req", "shared ld wavefronts/req", "shared st wavefronts/req")
