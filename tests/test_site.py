@@ -350,3 +350,23 @@ def test_the_site_loads_nothing_from_a_cdn():
     assert "nb_ipywidgets_js" in conf and "http" not in conf.split("nb_ipywidgets_js", 1)[1].split("\n", 1)[0]
     for f in (ROOT / "site" / "_static").iterdir():
         assert "http://" not in f.read_text() and "https://" not in f.read_text(), f
+
+
+def test_a_changed_chapter_is_executed_on_the_cpu_with_its_widget_state(tmp_path):
+    """The build's fallback for a stale chapter: a real nbclient run on the CPU backend, widget state kept."""
+    import nbformat
+
+    clean = tmp_path / "99_made_up.ipynb"
+    nb = _nb(["import course, ipywidgets\nprint('backend', course.BACKEND)\nipywidgets.IntSlider(7)"])
+    nbformat.write(nb, clean)
+    ch = types.SimpleNamespace(file=clean.name, path=clean, number=99)
+    page, origin = sitetool.chapter_page(ch, {}, "execute", cache=tmp_path / "cache", why="code cell 0 changed")
+    assert origin == "cpu-now"
+    outputs = page.cells[-1].outputs
+    assert any("backend cpu" in o.get("text", "") for o in outputs), outputs
+    view = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    state = page.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    model = state[view[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
+    assert model["model_name"] == "IntSliderModel" and model["state"]["value"] == 7
+    assert "Executed on the CPU at build time" in page.cells[1].source and "code cell 0 changed" in page.cells[1].source
+    assert list((tmp_path / "cache").glob("99_made_up-*.nb.json")), "the CPU run is cached for the next build"
