@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import html
 import inspect
+import re
 import pathlib
 from typing import Iterable, Optional, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DASH = "—"
+_NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?\s*[%×x]?$")
 
 
 def fmt(value, spec: str = "") -> str:
@@ -40,9 +42,13 @@ class Table:
     def __str__(self) -> str:
         widths = [max([len(c)] + [len(r[i]) for r in self.rows if i < len(r)]) for i, c in enumerate(self.columns)]
 
+        numeric = [all(_NUMBER.match(r[i]) for r in self.rows if i < len(r) and r[i] != DASH)
+                   for i in range(len(widths))]
+
         def line(cells):
-            first, *rest = list(cells) + [""] * (len(widths) - len(cells))
-            return "  ".join([first.ljust(widths[0])] + [c.rjust(w) for c, w in zip(rest, widths[1:])]).rstrip()
+            cells = list(cells) + [""] * (len(widths) - len(cells))
+            return "  ".join(c.rjust(w) if num else c.ljust(w)
+                             for c, w, num in zip(cells, widths, numeric)).rstrip()
 
         out = [self.title] if self.title else []
         out += [line(self.columns)] + [line(r) for r in self.rows]

@@ -194,3 +194,64 @@ def _size(size) -> str:
     if isinstance(size, (tuple, list)):
         return "×".join(str(s) for s in size)
     return f"n={size:,}"
+
+
+# --- lab paths: two hours of a classroom, chapter sections and exercises -------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stop of a lab path: a chapter's sections (as its headings number them), minutes, and what to do."""
+
+    chapter: int
+    sections: str
+    minutes: int
+    doing: str
+
+
+@dataclass(frozen=True)
+class LabPath:
+    """A two-hour lab for a classroom: the sections to work through, then graded exercises (``course.exercises``)."""
+
+    title: str
+    audience: str
+    steps: tuple
+    exercises: tuple
+    exercise_minutes: int
+
+    @property
+    def minutes(self) -> int:
+        return sum(s.minutes for s in self.steps) + self.exercise_minutes
+
+
+LAB_PATHS = (
+    LabPath("A · First kernels and coalescing", "no CUDA yet",
+            (Step(1, "§2–4, §6", 25, "vector add, 1-D/2-D indices, warps; the two predict tasks"),
+             Step(2, "§1, §3–5, Predict", 20, "warps and divergence; the two predict tasks"),
+             Step(3, "§4, Predict", 30, "sectors per request, strides, AoS vs SoA, x ↔ col; the two predict tasks")),
+            ("01.vector_add", "01.matrix_add", "02.even_odd_paths", "03.column_sums"), 45),
+    LabPath("B · Shared memory, bank conflicts and the transpose", "chapter 01–03 done (or path A)",
+            (Step(4, "§2–7, Predict", 35, "banks, the gcd rule, padding and the swizzle; the bank explorer; the predict tasks"),
+             Step(5, "§1–4", 35, "the transpose from naive to swizzled, counted by the tracer; the predict tasks")),
+            ("04.row_sums", "04.stencil_1d", "05.transpose_padded"), 50),
+    LabPath("C · Reductions, occupancy and latency", "chapter 01–04 done",
+            (Step(6, "§1, §4 (Your kernel)", 25, "four budgets per SM, Little's law; the grid-stride sum and its predict tasks"),
+             Step(7, "§3–9, Predict", 40, "ten reduction versions: atomics, trees, shuffles, grid-stride; the predict tasks")),
+            ("06.sum_grid_stride", "07.tree_sum", "07.block_sums_shuffle"), 55),
+    LabPath("D · Matmul, transfers and measuring", "chapter 01–07 done",
+            (Step(9, "§2–5, Predict", 35, "naive → tiled → register tiles; the predict tasks"),
+             Step(8, "§2, §4", 15, "pinned memory, the streams pipeline"),
+             Step(10, "§1, §3, §5, Predict", 25, "events, floors, the profile and the sanitizer; the predict tasks")),
+            ("09.matvec", "09.matmul_abt", "10.scale_rows_fixed"), 45),
+)
+
+
+def lab_paths() -> None:
+    """Show the lab paths (chapter 00): one table per path, sections then exercises."""
+    from course import chapters
+
+    for path in LAB_PATHS:
+        rows = [[f"{s.minutes} min", f"{chapters.chapter(s.chapter).file} {s.sections}", s.doing] for s in path.steps]
+        rows.append([f"{path.exercise_minutes} min", "exercises", ", ".join(path.exercises)])
+        display.show(display.Table(["time", "where", "what"], rows,
+                                   title=f"{path.title} ({path.minutes} min; for: {path.audience})"))

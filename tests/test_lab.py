@@ -1,0 +1,89 @@
+"""course.lab (predict, live timing, lab paths) and course.display (tables)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from course import chapters, display, lab
+
+
+def test_a_prediction_is_judged_in_one_line_with_its_reason():
+    assert lab.verdict("q", None, 4, "why").endswith("the answer stays hidden until then.")
+    assert "4" not in lab.verdict("q", None, 4, "why")  # nothing revealed before a prediction
+    right = lab.verdict("sectors", 4, 4.0, "because.")
+    assert right.startswith("right: sectors = 4.") and right.endswith("because.")
+    wrong = lab.verdict("sectors", 32, 4.0, "because.")
+    assert wrong.startswith("not quite: you said 32, the tracer counts 4.") and "\n" not in wrong
+    assert lab.verdict("o", 75.4, 75.0, "w", by="the calculator gives").startswith("right")
+    assert "the calculator gives 50" in lab.verdict("o", 75, 50.0, "w", by="the calculator gives")
+
+
+def test_predict_prints_once_and_returns_nothing(capsys):
+    assert lab.predict("q", 1, 1, "w") is None
+    assert capsys.readouterr().out.count("right") == 1
+
+
+def test_table_text_aligns_numbers_right_and_words_left():
+    t = display.Table(["name", "ms"], [["naive", "12.5"], ["tile_32x33", "3"], ["x", None]])
+    lines = str(t).splitlines()
+    assert lines[1].startswith("naive ") and lines[1].endswith("12.5")
+    assert lines[3].endswith("—")
+    assert "<td>tile_32x33</td>" in t._repr_html_()
+    assert "&lt;b&gt;" in display.Table(["<b>"], [])._repr_html_()
+
+
+def test_source_names_the_file():
+    s = str(display.Source(lab.verdict))
+    assert s.startswith("# verdict, from course/lab.py") and "def verdict" in s
+
+
+def _copy_launch(label, kernel, size, rng):
+    a = rng.standard_normal(size).astype(np.float32)
+    return lab.Launch(1, 64, [a, np.zeros_like(a)], out=1, expected=a.copy(), bytes_moved=2 * a.nbytes)
+
+
+def test_live_timing_on_the_cpu_shows_counts_never_time(capsys):
+    import course
+    from numba import cuda
+
+    if course.on_gpu():
+        pytest.skip("the CPU path of yours_vs_recorded: this test runs on a CPU backend")
+
+    @cuda.jit
+    def copy(a, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            out[i] = a[i]
+
+    @cuda.jit
+    def wrong(a, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            out[i] = a[0]
+
+    rec = [{"variant": "copy", "ms": 0.25, "gbps": 100.0, "device": "NVIDIA H200", "run": "r1", "date": "2026-11-29"}]
+    lab.yours_vs_recorded({"copy": copy, "wrong": wrong}, _copy_launch, size=1 << 20, traced_size=64, records=rec)
+    out = capsys.readouterr().out
+    assert "0.250 ms, 100 GB/s" in out and "CPU time" in out
+    row = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("copy ", "wrong "))}
+    assert row["copy"][1] == "yes" and row["wrong"][1] == "NO"
+    assert " ms" not in " ".join(row["copy"][2:-3])  # the learner's own columns hold counts, no time
+
+
+def test_lab_paths_fit_two_hours_and_name_real_places():
+    from course.exercises import registry
+
+    for path in lab.LAB_PATHS:
+        assert path.minutes <= 120, path.title
+        for ex in path.exercises:
+            assert ex in registry.EXERCISES, f"{path.title}: no exercise {ex}"
+        for step in path.steps:
+            nb = json.loads((chapters.NOTEBOOKS / chapters.chapter(step.chapter).file).read_text(encoding="utf-8"))
+            headings = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+            for token in re.findall(r"§(\d+)(?:–(\d+))?", step.sections):
+                for n in filter(None, token):
+                    assert re.search(rf"^## {n}(\.| ·)", headings, re.M), f"{path.title}: chapter {step.chapter} has no §{n}"
+            if "Predict" in step.sections:
+                assert "## Predict, run, see" in headings

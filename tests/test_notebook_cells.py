@@ -1,0 +1,91 @@
+"""The chapters' kernel cells are generated from course/kernels/ and must not drift from it."""
+
+import json
+import re
+
+import pytest
+
+from course import chapters, notebook_cells as nc
+
+NOTEBOOKS = sorted(nc.NOTEBOOKS.glob("*.ipynb"))
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def test_no_kernel_cell_drifts_from_the_registry():
+    bad = nc.drift()
+    assert not bad, "run: python -m course.notebook_cells sync\n" + "\n".join(
+        f"{p.name} cell {i}: {key}" for p, i, key in bad)
+
+
+@pytest.mark.parametrize("number", range(1, 11))
+def test_every_chapter_defines_its_kernels_in_cells(number):
+    path = chapters.NOTEBOOKS / chapters.chapter(number).file
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert list(nc.kernel_cells(nb)), f"{path.name} has no generated kernel cell"
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    printing = [c for c in code if "getsource" in c]
+    assert not printing, f"{path.name} still prints source: {printing[0][:80]!r}"
+
+
+@pytest.mark.parametrize("number", range(1, 11))
+def test_every_chapter_has_two_predict_tasks_and_live_timing(number):
+    path = chapters.NOTEBOOKS / chapters.chapter(number).file
+    code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
+    assert sum("lab.predict(" in c for c in code) >= 2, path.name
+    assert sum("lab.yours_vs_recorded(" in c for c in code) == 1, path.name
+    # a prediction starts unanswered: the learner writes it
+    assert all(re.search(r"^my_prediction = None", c, re.M) for c in code if "lab.predict(" in c), path.name
+
+
+def test_no_leftover_test_cells():
+    for path in NOTEBOOKS:
+        for c in _cells(path):
+            assert "ran to the end" not in "".join(c["source"]), path.name
+
+
+def test_a_cell_defines_constants_and_imports_the_rest():
+    text = nc.cell_source("shared_memory.tile_columns")
+    assert "TILE = 32" in text.splitlines()  # a number the learner may change
+    assert "from numba import cuda, float32" in text
+    assert text.splitlines()[0].startswith("# from course/kernels/shared_memory.py")
+    text = nc.cell_source("reduction.atomic_float4")
+    assert "from course.kernels.reduction import load_float4" in text
+
+
+def test_a_cell_runs_and_defines_what_it_names():
+    namespace = {}
+    exec(compile(nc.cell_source("transpose.tile_kernel | tile_32x33 = tile_kernel(33)"), "<cell>", "exec"), namespace)
+    assert callable(namespace["tile_kernel"]) and namespace["tile_32x33"] is not None
+    assert namespace["TILE"] == 32
+
+
+def test_earlier_cells_are_used_not_imported():
+    alone = nc.cell_source("reduction.block_strided")
+    assert "import float4_or_tail" in alone
+    after = nc.cell_source("reduction.block_strided", frozenset({"reduction.float4_or_tail"}))
+    assert "float4_or_tail" not in after.split("@cuda.jit")[0]
+    assert nc.defines("transpose.tile_kernel | tile_32x33 = tile_kernel(33)") == {
+        "transpose.tile_kernel", "transpose.tile_32x33"}
+
+
+def test_sync_rewrites_a_drifted_cell(tmp_path):
+    src = NOTEBOOKS[5]  # 05_transpose
+    copy = tmp_path / src.name
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    i, key, cell, text = next(nc.kernel_cells(nb))
+    cell["source"] = ["# edited by a learner\n"]
+    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert nc.drift([copy]) == [(copy, i, key)]
+    assert nc.main(["check", str(copy)]) == 1
+    assert nc.sync([copy]) == [(copy, i, key)]
+    assert nc.drift([copy]) == []
+
+
+@pytest.mark.parametrize("key, words", [("nomodule", "module.name"), ("transpose.nothing", "has no 'nothing'"),
+                                        ("nosuch.naive", "no module")])
+def test_a_bad_key_says_what_is_wrong(key, words):
+    with pytest.raises(nc.CellError, match=re.escape(words)):
+        nc.cell_source(key)
