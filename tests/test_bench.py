@@ -261,3 +261,103 @@ def test_bench_transpose_dry_run_checks_every_version_and_writes_records(tmp_pat
     assert not any(r.get("failed") for r in records)
     # and the notebooks never read a dry run as a measurement
     assert measurements.load("transpose", data_dir=tmp_path) == []
+
+
+# --- the harness of scripts/gpu (course.bench.Script) ---------------------------------------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "scripts" / "gpu").glob("*.py"))
+
+
+def test_scrub_replaces_machine_paths_by_their_last_component():
+    text = ("/usr/local/cuda/bin/compute-sanitizer --tool memcheck /opt/torch/.venv/bin/python3 "
+            "/work/main/scripts/gpu/x.py --out /root/out/lane/measurements")
+    got = bench.scrub(text)
+    for prefix in ("/usr/", "/opt/", "/work/", "/root/"):
+        assert prefix not in got, got
+    assert "…/compute-sanitizer" in got and "…/x.py" in got and "--tool memcheck" in got
+    assert bench.scrub("2 of 3 sectors, 4/8 wavefronts") == "2 of 3 sectors, 4/8 wavefronts"  # ratios stay
+
+
+def test_script_refuses_to_time_without_a_gpu_unless_dry_run(tmp_path):
+    if ON_GPU:
+        pytest.skip("this process has a GPU")
+    with pytest.raises(SystemExit, match="--dry-run"):
+        bench.Script("doc", "x", argv=["--out", str(tmp_path)])
+    h = bench.Script("doc", "x", argv=["--out", str(tmp_path / "o"), "--dry-run", "--reps", "3"])
+    assert h.reps == 3 and h.dry_run and not h.gpu and (tmp_path / "o").is_dir()
+    assert h.time_ms(lambda: None) is None  # on the CPU: called once, never timed
+    rec = h.record("x_part", "v", None, 0, (4, 5), "float32", note="/root/secret/file.txt")
+    assert rec["run"] == bench.run_id() and rec["dry_run"] is True and rec["size"] == [4, 5]
+    h.guarded("boom", lambda: 1 / 0)
+    assert "ZeroDivisionError" in h.failed["boom"]
+    paths = h.save()
+    h.save()  # saving twice records the failure once
+    saved = {p.name: json.loads(p.read_text()) for p in paths}
+    assert saved["x_part.json"][0]["note"] == "…/file.txt"
+    assert [r["part"] for r in saved["x.json"] if r.get("failed")] == ["boom"]
+
+
+def test_no_script_repeats_the_preamble_or_reaches_into_bench_privates():
+    for path in SCRIPTS:
+        text = path.read_text()
+        assert "bench._" not in text and "._prov" not in text, f"{path.name} uses a private name of course.bench"
+        assert "argparse.ArgumentParser(" not in text or path.name in ("validate_tracer.py", "validate_races.py",
+                                                                        "probe_sass.py", "multi_gpu.py"), path.name
+
+
+def test_sass_instructions_keep_instructions_only_and_resolve_labels():
+    listing = """
+        .section .text.k,"ax",@progbits
+        .L_x_0:
+        /*0000*/                   ISETP.GE.AND P0, PT, R0, 0x1, PT ;   /* 0x000fe20003f06270 */
+                                                                          /* 0x000fca0003f06270 */
+        /*0010*/              @!P0 BRA `(.L_x_0) ;                       /* 0x0000000000008947 */
+        /*0020*/                   FSEL R3, R4, R5, P0 ;                 /* 0x0000000504037208 */
+    """
+    got = bench.sass_instructions(listing)
+    assert got == [(0, "ISETP.GE.AND P0, PT, R0, 0x1, PT"), (0x10, "@!P0 BRA 0x0000"), (0x20, "FSEL R3, R4, R5, P0")]
+
+
+def test_parse_ncu_csv_groups_metrics_by_launch():
+    text = ('==PROF== Connected\n"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"0","k","dram__bytes_read.sum","byte","1,024"\n"0","k","gpu__time_duration.sum","ns","2000"\n'
+            '"1","k","dram__bytes_read.sum","byte","4096"\n')
+    got = bench.parse_ncu_csv(text)
+    assert [g["dram__bytes_read.sum"] for g in got] == [1024.0, 4096.0] and got[0]["gpu__time_duration.sum"] == 2000
+
+
+def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    prov = {"ms": 1.0, "reps": 3, "size": [1], "dtype": "float32", "driver": "1", "numba_cuda": "0.30.4",
+            "date": "2026-12-01T05:00:00+00:00", "backend": "gpu"}
+    good = dict(prov, benchmark="b", variant="v", device="NVIDIA H200", run="new", command="/opt/x/python3 y")
+    dry = dict(good, variant="dry", dry_run=True)
+    cpu = dict(good, variant="cpu", device="none (cpu backend)")
+    failed = {"benchmark": "b", "variant": "failed", "failed": "boom", "run": "new"}
+    (src / "b.json").write_text(json.dumps([good, dry, cpu, failed]))
+    (dst / "b.json").write_text(json.dumps([dict(good, run="old"), dict(good, variant="stale")]))
+    assert bench.import_records(src, dst) == {"b": 1}
+    recs = json.loads((dst / "b.json").read_text())
+    assert [(r["run"], r["variant"]) for r in recs] == [("old", "v"), ("new", "v")]
+    assert recs[-1]["command"] == "…/python3 y"
+
+
+@pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name in ("measure_probes.py",)], ids=lambda p: p.name)
+def test_probe_script_runs_on_the_cpu_with_dry_run(script, tmp_path):
+    env = dict(os.environ, COURSE_BACKEND="cpu", PROBES_ONLY="latency,smem,scheduling")
+    r = subprocess.run([sys.executable, str(script), "--dry-run", "--out", str(tmp_path)], capture_output=True,
+                       text=True, timeout=300, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    sched = json.loads((tmp_path / "probes_scheduling.json").read_text())
+    by = {x["variant"]: x for x in sched}
+    assert by["warp_lock threads=32 tpb=32"]["finished"] is True
+    assert by["last_warp_unsynced"]["wrong_blocks_total"] > 0  # the engine's order exposes the race
+    assert by["last_warp_syncwarp"]["wrong_blocks_total"] == 0
+    assert all(x["dry_run"] and x["ms"] is None for x in sched)

@@ -32,7 +32,6 @@ One process, one ``run`` id.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -45,48 +44,35 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for matmul.json and the SASS dumps")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, checks only, no timing")
-    ap.add_argument("--size", type=int, default=8192, help="M = N = K of the timed product")
-    ap.add_argument("--reps", type=int, default=5, help="timed runs per variant and round (2 rounds)")
-    ap.add_argument("--budget", type=float, default=130.0, help="seconds after which sweep candidates are skipped")
-    ap.add_argument("--no-sweep", action="store_true", help="registry versions only")
-    return ap.parse_args(argv)
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 # CuPy reads CUPY_TF32 once, at import: "0" keeps cuBLAS on true float32 (no TF32 tensor cores).
 os.environ["CUPY_TF32"] = "0"
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402  (chooses the backend before numba)
+from course import bench  # noqa: E402
+from course.bench import Script  # noqa: E402
+
+
+def arguments(ap):
+    ap.add_argument("--size", type=int, default=8192, help="M = N = K of the timed product")
+    ap.add_argument("--budget", type=float, default=130.0, help="seconds after which sweep candidates are skipped")
+    ap.add_argument("--no-sweep", action="store_true", help="registry versions only")
+
+
+H = Script(__doc__, "matmul", reps=5, arguments=arguments)
+ARGS, GPU, OUT, T0, log = H.args, H.gpu, H.out, H.t0, H.log
+
+import course  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Bench  # noqa: E402
 from course.kernels import matmul as MM  # noqa: E402
 
-GPU = course.on_gpu()
-if not GPU and not ARGS.dry_run:
-    sys.exit("bench_matmul: no GPU here. Run it on the H200, or use --dry-run to test it on the CPU.")
-OUT = pathlib.Path(ARGS.out)
-OUT.mkdir(parents=True, exist_ok=True)
-T0 = time.time()
 RNG = np.random.default_rng()
-BENCH = Bench("matmul", dry_run=ARGS.dry_run)
-FAILED: dict = {}
+BENCH = H.bench("matmul")
+FAILED: dict = {}  # variant -> message: recorded as matmul's own "failed" records (one per variant)
 CHECKS: list = []
-
-
-def log(msg):
-    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
 
 
 def optional(module):

@@ -28,46 +28,35 @@ recorded beside its time.  Records follow course.bench's schema (benchmark ``red
 
 from __future__ import annotations
 
-import argparse
 import os
 import pathlib
 import sys
 import time
-import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for reduction.json")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, small sizes, checks only, no timing")
-    ap.add_argument("--reps", type=int, default=15, help="timed repetitions per variant (median reported)")
-    ap.add_argument("--no-sweep", action="store_true", help="skip the configuration sweep")
-    return ap.parse_args()
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402  (chooses the backend before numba)
 from course import bench, occupancy  # noqa: E402
-from course.kernels import reduction as R  # noqa: E402
-from numba import cuda  # noqa: E402
+from course.bench import Script  # noqa: E402
 
-GPU = course.on_gpu()
+
+def arguments(ap):
+    ap.add_argument("--no-sweep", action="store_true", help="skip the configuration sweep")
+
+
+H = Script(__doc__, "reduction", reps=15, arguments=arguments)
+ARGS, GPU, log = H.args, H.gpu, H.log
 T0 = time.perf_counter()
-B = bench.Bench("reduction", dry_run=not GPU)
-PROV = B._prov
+B = H.bench("reduction")
+PROV = H.prov
 ERRORS: list = []
 
-
-def log(msg):
-    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
+from course.kernels import reduction as R  # noqa: E402
+from numba import cuda  # noqa: E402
 
 
 # --- device buffers ---------------------------------------------------------------------------------------------
@@ -113,65 +102,26 @@ def check(name, version, sizes, rng):
     return None
 
 
-# --- timing: queued calls behind a sleeping kernel ---------------------------------------------------------------
-
-if GPU:
-    @cuda.jit
-    def sleep_kernel(iterations):
-        """Keeps the GPU busy (about 10 µs per iteration) while the host queues the calls to be timed."""
-        for _ in range(iterations):
-            cuda.nanosleep(10000)
-
-
-def _event_ms(fn):
-    s, e = cuda.event(timing=True), cuda.event(timing=True)
-    s.record()
-    fn()
-    e.record()
-    e.synchronize()
-    return cuda.event_elapsed_time(s, e)
-
-
-_SLEEP_MS_PER_ITER = None
-
-
-def sleep_ms_per_iter():
-    global _SLEEP_MS_PER_ITER
-    if _SLEEP_MS_PER_ITER is None:
-        sleep_kernel[1, 1](1)
-        cuda.synchronize()
-        _SLEEP_MS_PER_ITER = max(_event_ms(lambda: sleep_kernel[1, 1](100)) / 100, 1e-3)
-    return _SLEEP_MS_PER_ITER
+# --- timing: queued calls behind a sleeping kernel (course.bench.time_queued) ----------------------------------
 
 
 def time_queued(fn, reps):
     """Per-call GPU milliseconds of ``fn``, ``reps`` values; each the mean of ``inner`` queued calls."""
-    fn()
-    cuda.synchronize()
-    one = _event_ms(fn)  # one call, launch gap included: an upper bound
-    t = time.perf_counter()
-    fn()
-    host_ms = (time.perf_counter() - t) * 1e3  # what queueing one call costs the host
-    cuda.synchronize()
-    if one > 20:  # slow versions (per-element atomics at 2^28): a few plain calls are enough
-        return [_event_ms(fn) for _ in range(max(2, min(reps, int(2000 / one))))], 1, False
-    inner = int(min(50, max(1, 2.0 / max(one, 1e-3))))
-    sleep_iters = int((inner * host_ms * 1.5 + 0.3) / sleep_ms_per_iter()) + 1
-    times, launch_bound = [], False
-    for _ in range(reps):
-        s, e = cuda.event(timing=True), cuda.event(timing=True)
-        sleep_kernel[1, 1](sleep_iters)
-        t = time.perf_counter()
-        s.record()
-        for _ in range(inner):
-            fn()
-        e.record()
-        queued_ms = (time.perf_counter() - t) * 1e3
-        e.synchronize()
-        ms = cuda.event_elapsed_time(s, e)
-        launch_bound |= queued_ms > sleep_iters * sleep_ms_per_iter()  # the sleep ran out before the queue was full
-        times.append(ms / inner)
-    return times, inner, launch_bound
+    return bench.time_queued(fn, reps=reps, details=True)
+
+
+_FLOOR_OUT: list = []
+
+
+def atomic_floor_ms(blocks, threads, reps):
+    """GPU ms of a kernel doing only what a one-atomic-per-block version adds: one same-address atomic per block."""
+    from course.kernels import probes
+
+    if not _FLOOR_OUT:
+        _FLOOR_OUT.append(cuda.device_array(1, np.float32))
+    d = _FLOOR_OUT[0]
+    times, _, _ = bench.time_queued(lambda: probes.atomic_floor[blocks, threads](d), reps=reps, details=True)
+    return float(np.median(times))
 
 
 def rotating(fns):
@@ -272,6 +222,16 @@ def measure_size(n, versions, rng, reps):
                               threads_per_block=v.threads, blocks_per_grid=v.griddim(n), params=v.params,
                               **resources_of(v))
         log(f"n={n:>10} {name:24} {recs[name]['ms']:9.4f} ms {recs[name]['gbps']:7.0f} GB/s")
+        if getattr(v, "atomics", False) and v.family != "atomic":
+            # the confound of issue 14: what this version's one atomic per block costs on its own
+            try:
+                floor = atomic_floor_ms(v.griddim(n), v.threads, reps)
+                recs[name].update(atomic_floor_ms=floor, atomics=v.griddim(n),
+                                  atomic_floor_note="probes.atomic_floor on the same grid: one same-address atomic "
+                                                    "per block and nothing else")
+                log(f"n={n:>10} {name:24} atomic floor {floor:9.4f} ms ({v.griddim(n)} atomics)")
+            except Exception as e:  # noqa: BLE001
+                ERRORS.append(f"atomic floor of {name}: {type(e).__name__}: {e}")
     return recs, bufs, want, host
 
 
@@ -386,8 +346,7 @@ def main():
                      target_met=bool(memcpy and cupy_rec and best["gbps"] >= 0.9 * memcpy["gbps"]
                                      and cupy_rec["ms"] / best["ms"] >= 1.0))
 
-    out = pathlib.Path(ARGS.out)
-    path = B.save(out / "reduction.json")
+    path = H.save()[0]
     print()
     print(f"reduction benchmark, {'GPU: ' + str(PROV.get('device')) if GPU else 'DRY RUN on the CPU (no timing)'}; "
           f"run {bench.run_id()}; {time.perf_counter() - T0:.0f} s; records in {path}")

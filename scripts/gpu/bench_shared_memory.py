@@ -28,8 +28,6 @@ summary table.
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import pathlib
 import sys
@@ -37,38 +35,26 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for shared_memory.json")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, checks only, no timing")
-    ap.add_argument("--reps", type=int, default=20, help="timed repetitions per variant (median reported)")
-    return ap.parse_args()
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402  (chooses the backend before numba)
 from course import bench  # noqa: E402
+from course.bench import Script  # noqa: E402
+
+H = Script(__doc__, "shared_memory", reps=20)
+ARGS, GPU, log = H.args, H.gpu, H.log
+T0 = time.perf_counter()
+B = H.bench("shared_memory")
+
 from course.kernels import shared_memory as sm  # noqa: E402
 from numba import cuda  # noqa: E402
 
-GPU = course.on_gpu()
-T0 = time.perf_counter()
-B = bench.Bench("shared_memory", dry_run=not GPU)
 STRIDES = (1, 2, 3, 4, 8, 16, 32, 33)
 RADII = (0, 1, 2, 4, 8, 16)
 SYNC_EVERY = (0, 64, 8, 1)
 SYNC_BLOCKS = (128, 1024)
-
-
-def log(msg):
-    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
 
 
 def dev(a):
@@ -186,8 +172,7 @@ def main():
     log("stencils and memcpy done")
     memcpy(n, " #2")
     conflicts(sms, " #2", strides=(1, 32))
-    out = pathlib.Path(ARGS.out)
-    path = B.save(out / "shared_memory.json")
+    path = H.save()[0]
     log(f"wrote {len(B.records)} records to {path}")
     summary()
 

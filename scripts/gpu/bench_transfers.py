@@ -25,8 +25,6 @@ Every kernel result is compared with its NumPy reference before anything is time
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import subprocess
@@ -35,38 +33,24 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for transfers.json")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, checks only, no timing")
-    ap.add_argument("--reps", type=int, default=7)
-    return ap.parse_args(argv)
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402  (chooses the backend before numba)
+from course import bench  # noqa: E402
+from course.bench import BenchError, Script  # noqa: E402
+
+H = Script(__doc__, "transfers", reps=7)
+ARGS, GPU, OUT, T0, log = H.args, H.gpu, H.out, H.t0, H.log
+
 from numba import cuda  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Bench, BenchError  # noqa: E402
 from course.kernels import transfers as TR  # noqa: E402
 
-GPU = course.on_gpu()
-if not GPU and not ARGS.dry_run:
-    sys.exit("bench_transfers: no GPU here. Run it on the H200, or use --dry-run to test it on the CPU.")
-OUT = pathlib.Path(ARGS.out)
-OUT.mkdir(parents=True, exist_ok=True)
-T0 = time.time()
 RNG = np.random.default_rng()
-BENCH = Bench("transfers", dry_run=ARGS.dry_run)
-FAILED: dict = {}
+BENCH = H.bench("transfers")
+FAILED = H.failed
 THREADS = 256
 F32 = np.dtype(np.float32)
 
@@ -84,10 +68,6 @@ else:
     PIPE_N = 4 * 1024
     PIPE_CHUNKS = 4
     MAPPED_N = 8 * 4099
-
-
-def log(msg):
-    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
 
 
 def part(name):
@@ -143,6 +123,8 @@ LINK = pcie_link() if GPU else {}
 ENGINES = engines()
 if ENGINES:
     log(f"device: {ENGINES}")
+    H.record("transfers", "device_engines", None, 0, [0], "none", **ENGINES,
+             note="numba device attributes: ASYNC_ENGINE_COUNT is the number of copy engines (DMA) the driver reports")
 if LINK:
     log(f"PCIe link as nvidia-smi reports it: {LINK}")
 
@@ -181,6 +163,27 @@ def bandwidth():
         # the device's own memory: a copy reads and writes every byte
         timed("d2d", lambda: dv2.copy_to_device(dv), memory="device", direction="d2d",
               **dict(common, bytes_moved=2 * nbytes), note="bytes read + written")
+        # the copies themselves: asynchronous copies on one stream, queued behind a sleeping kernel so the
+        # events see the copy engine's time only; the host's cost of issuing one copy is its own figure
+        if GPU:
+            st = cuda.stream()
+            for variant, fn, moved in (
+                    ("h2d_pinned_queued", lambda: dv.copy_to_device(hq, stream=st), nbytes),
+                    ("d2h_pinned_queued", lambda: dv.copy_to_host(bq, stream=st), nbytes),
+                    ("d2d_queued", lambda: dv2.copy_to_device(dv, stream=st), 2 * nbytes)):
+                times = bench.time_queued(fn, reps=reps, stream=st)
+                host = bench.host_ms(fn, calls=20)
+                rec = BENCH.record(variant, times, size=(nbytes,), dtype="float32", bytes_moved=moved, link=LINK,
+                                   memory=variant.split("_")[1] if "pinned" in variant else "device",
+                                   direction=variant.split("_")[0], timer="events on the copy's stream, queued",
+                                   host_issue_ms=host, note="GPU time of the copy alone (copies queued behind a "
+                                   "sleeping kernel); host_issue_ms: host time to issue one asynchronous copy")
+                log(f"  {variant:28s} {nbytes:>14d} {rec['ms']:9.4f} ms {rec['gbps']:8.1f} GB/s; host issue {host:.4f} ms")
+            # numba's per-call overhead alone: launching an empty kernel, host clock
+            if nbytes == SIZES[0]:
+                host_launch = bench.host_ms(lambda: TR.scale[1, 32](dv[:32], dv2[:32], np.float32(1)), calls=50)
+                H.record("transfers", "host_overhead_kernel_launch", host_launch, 50, [32], "float32", timer="host",
+                         note="host milliseconds to issue one numba kernel launch (no synchronisation)")
     # an existing pageable array pinned for the duration of the copies
     n = max(SIZES) // F32.itemsize
     with cuda.pinned(pageable):
@@ -373,10 +376,7 @@ def allocation():
 
 # --- save and summarise ------------------------------------------------------------------------------------------
 
-for name, msg in FAILED.items():
-    BENCH.records.append({"benchmark": "transfers", "variant": "failed", "part": name, "failed": msg,
-                          "run": bench.run_id(), "ms": None, "dry_run": ARGS.dry_run or None})
-path = BENCH.save(OUT / "transfers.json")
+path = H.save()[0]
 print()
 print(f"{'variant':30s} {'bytes':>12s} {'ms':>9s} {'GB/s':>8s}")
 for r in BENCH.records:

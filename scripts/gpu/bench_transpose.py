@@ -42,13 +42,16 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
+
+import numpy as np  # noqa: E402
+
+from course import bench  # noqa: E402
+from course.bench import BenchError, Script  # noqa: E402
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for transpose.json and the SASS dumps")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, checks only, no timing")
-    ap.add_argument("--reps", type=int, default=10, help="timed launches per variant and round (2 rounds)")
+def arguments(ap):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=5, help="launches between two events per timed repetition")
     ap.add_argument("--no-sweep", action="store_true", help="registry versions only")
@@ -56,30 +59,15 @@ def parse(argv=None):
     ap.add_argument("--ncu", default=os.environ.get("NCU", "ncu"), help="the Nsight Compute command")
     ap.add_argument("--profile", default="", help=argparse.SUPPRESS)  # internal: the child ncu watches
     ap.add_argument("--profile-size", type=int, default=8192, help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
 
 
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+H = Script(__doc__, "transpose", reps=10, arguments=arguments)
+ARGS, GPU, OUT, T0, log = H.args, H.gpu, H.out, H.t0, H.log
 
-import numpy as np  # noqa: E402
-
-import course  # noqa: E402  (chooses the backend before numba)
+import course  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Bench, BenchError  # noqa: E402
 from course.kernels import transpose as T  # noqa: E402
-
-GPU = course.on_gpu()
-OUT = pathlib.Path(ARGS.out)
-OUT.mkdir(parents=True, exist_ok=True)
-T0 = time.time()
-
-
-def log(msg):
-    print(f"[{time.time() - T0:6.1f}s] {msg}", flush=True)
 
 
 def optional(module):
@@ -140,7 +128,7 @@ if ARGS.profile:
         cuda.synchronize()
     sys.exit(0)
 
-BENCH = Bench("transpose", dry_run=ARGS.dry_run)
+BENCH = H.bench("transpose")
 
 
 # --- 1. correctness on awkward shapes -------------------------------------------------------------------
@@ -325,7 +313,7 @@ def library_plan(a, ref, shape, dtype, ref_dev=None):
 
 def _check_equal(got, expected, what, expected_device=None):
     """Raise unless ``got`` (a fresh library result) has exactly the bits of NumPy's ``expected``."""
-    if expected_device is not None and bench._equal_on_device(got, expected_device):
+    if expected_device is not None and bench.equal_on_device(got, expected_device):
         return
     got = bench.to_host(got)
     if got.shape != expected.shape or not np.array_equal(got, expected):

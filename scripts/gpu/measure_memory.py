@@ -15,66 +15,62 @@ memory_const, memory_local, memory_latency, memory_latency_sweep.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
-import statistics
 import sys
 import time
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
+from course import bench  # noqa: E402
+from course.bench import Script  # noqa: E402
 
-def parse():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for the JSON records")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, no timing")
-    ap.add_argument("--reps", type=int, default=20)
-    return ap.parse_args()
+NCU_STRIDES = (1, 2, 4, 8, 16, 32, 64)
+NCU_N = 1 << 24
 
 
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
-
-import course  # noqa: E402  (chooses the backend before numba)
-from course import bench, doctor  # noqa: E402
-from course.kernels import memory as m  # noqa: E402
-from numba import cuda  # noqa: E402
-
-GPU = course.backend.on_gpu()
-FACTS = doctor.device_facts()
-RECORDS: dict = {}
-KB, MB = 1 << 10, 1 << 20
+def arguments(ap):
+    ap.add_argument("--child", default="", help="internal: what a child process under ncu runs")
 
 
-PROV = bench.provenance()
-PROV_KEYS = ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count", "cuda_driver_api",
-             "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "backend")
+def child(args):
+    """Under ncu: one launch of read_strided per stride of NCU_STRIDES at NCU_N elements, in that order."""
+    if args.child != "stride_ncu":
+        return False
+    from numba import cuda
+
+    from course.kernels import memory as mm
+
+    src = cuda.device_array(NCU_N * max(NCU_STRIDES), np.float32)
+    out = cuda.device_array(NCU_N, np.float32)
+    for s in NCU_STRIDES:
+        mm.read_strided[-(-NCU_N // 256), 256](src, out, s)
+    cuda.synchronize()
+    return True
 
 
-def record(benchmark, variant, ms, reps, size, dtype, **extra):
-    """One record in course.bench's schema (ms: median of reps CUDA-event timings; None where not timed)."""
-    rec = {"benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype}
-    rec.update({k: PROV[k] for k in PROV_KEYS if k in PROV})
-    if not GPU:
-        rec["dry_run"] = True
-    rec.update(extra)
-    RECORDS.setdefault(benchmark, []).append(rec)
-    return rec
+H = Script(__doc__, "memory", reps=20, arguments=arguments, child=child)
+ARGS, GPU, PROV = H.args, H.gpu, H.prov
+record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.bench's schema
 
 
 def time_ms(launch, reps):
-    """Median milliseconds of ``launch()`` (course.bench.time_ms: CUDA events, warm-up first); on the CPU one plain call."""
-    if not GPU:
-        launch()
-        return None
-    return statistics.median(bench.time_ms(launch, reps=reps, warmup=2, batch=5))  # batch: hide launch overhead
+    """Median ms of ``launch()`` (CUDA events, 5 launches queued per timing: launch overhead hidden); None on the CPU."""
+    return H.time_ms(launch, reps, warmup=2, batch=5)
+
+
+from course import doctor  # noqa: E402
+from course.kernels import memory as m  # noqa: E402
+from numba import cuda  # noqa: E402
+
+FACTS = doctor.device_facts()
+KB, MB = 1 << 10, 1 << 20
 
 
 def gbps(nbytes, ms):
@@ -356,13 +352,43 @@ def device_attributes(rng=None):
     record("memory_device", "attributes", None, 0, 0, "-", attributes=attrs)
 
 
+NCU_METRICS = ("dram__bytes_read.sum", "dram__sectors_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+               "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+               "gpu__time_duration.sum")
+
+
+def stride_dram(rng):
+    """Nsight Compute on the stride sweep: DRAM bytes actually read per useful byte, stride 1…64 (issue 14 item 7)."""
+    if not GPU:
+        print("stride_dram: ncu runs on the GPU only")
+        return
+    launches, text = bench.ncu_profile([sys.executable, __file__, "--out", str(H.out), "--child", "stride_ncu"],
+                                       NCU_METRICS, kernel_regex="read_strided", launch_count=len(NCU_STRIDES))
+    H.write_text("memory_stride_ncu.log", text)
+    if len(launches) != len(NCU_STRIDES):
+        raise RuntimeError(f"ncu returned {len(launches)} launches for {len(NCU_STRIDES)} strides (see memory_stride_ncu.log)")
+    for s, L in zip(NCU_STRIDES, launches):
+        useful = 4 * NCU_N
+        dram = L.get("dram__bytes_read.sum")
+        record("memory_stride_ncu", f"stride={s}", (L.get("gpu__time_duration.sum") or 0) / 1e6 or None, 1, NCU_N,
+               "float32", stride=s, source="ncu --clock-control none (one launch)",
+               dram_bytes_read=dram, dram_sectors_read=L.get("dram__sectors_read.sum"),
+               l2_sectors_read_from_l1=L.get("lts__t_sectors_srcunit_tex_op_read.sum"),
+               l1_sectors=L.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+               l1_requests=L.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+               useful_bytes=useful, dram_bytes_per_useful_byte=(dram / useful) if dram else None,
+               dram_bytes_per_element=(dram / NCU_N) if dram else None,
+               metrics=list(NCU_METRICS))
+        print(f"ncu stride {s:2d}: DRAM {dram and dram / NCU_N:.1f} bytes per 4-byte element read")
+
+
 def main():
     t0 = time.time()
     rng = np.random.default_rng(2026)
     print("device:", FACTS.get("device", FACTS["backend"]), "| run", PROV["run"], "| dry run" if not GPU else "")
     check_all(rng)
     failed = []
-    for step in (device_attributes, strides_and_offsets, layouts, spaces, latency, latency_sweep):
+    for step in (device_attributes, strides_and_offsets, stride_dram, layouts, spaces, latency, latency_sweep):
         t = time.time()
         try:  # one failing part (say, a probe that does not compile) must not lose the others' records
             step(rng)
@@ -370,10 +396,11 @@ def main():
             traceback.print_exc()
             failed.append(step.__name__)
         print(f"{step.__name__}: {time.time() - t:.1f} s")
-    out = pathlib.Path(ARGS.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for bench, recs in RECORDS.items():
-        (out / f"{bench}.json").write_text(json.dumps(recs, indent=1, default=float))
+    for part in failed:
+        H.failed[part] = "raised (traceback above)"
+    H.save()
+    out = H.out
+    RECORDS = {b.benchmark: b.records for b in H.benches.values()}
     print(f"\n{'benchmark':21} {'variant':36} {'ms':>9}  extra")
     for bench, recs in RECORDS.items():
         for r in recs:

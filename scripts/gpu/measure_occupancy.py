@@ -27,50 +27,39 @@ Every configuration is checked against the float64 sum before it is timed.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import pathlib
 import pkgutil
+import subprocess
 import sys
 import time
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for the JSON records")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend: model and checks only, no timing")
-    ap.add_argument("--reps", type=int, default=10)
-    return ap.parse_args()
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402
 from course import bench, occupancy  # noqa: E402
+from course.bench import Script  # noqa: E402
+
+H = Script(__doc__, "occupancy", reps=10)
+ARGS, GPU, log = H.args, H.gpu, H.log
+T0 = time.perf_counter()
+
+import course  # noqa: E402
 from course.kernels import reduction as R  # noqa: E402
 from numba import cuda  # noqa: E402
 
-GPU = course.on_gpu()
-T0 = time.perf_counter()
-KERNELS = bench.Bench("occupancy", dry_run=not GPU)
-SWEEP = bench.Bench("occupancy_sweep", dry_run=not GPU)
-BLOCKS = bench.Bench("occupancy_block_size", dry_run=not GPU)
+KERNELS = H.bench("occupancy")
+SWEEP = H.bench("occupancy_sweep")
+BLOCKS = H.bench("occupancy_block_size")
 ERRORS: list = []
 BLOCK_SIZES = list(range(32, 1025, 32))
 DYN_SHARED = (0, 4096, 16384, 40000)
-
-
-def log(msg):
-    print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
 
 
 # --- 1. every kernel: resources, driver vs model ------------------------------------------------------------------
@@ -161,49 +150,37 @@ def kernel_records(kernels):
     return mismatches
 
 
-# --- timing (queued behind a sleeping kernel, as in bench_reduction.py) -----------------------------------------------
-
-if GPU:
-    @cuda.jit
-    def sleep_kernel(iterations):
-        """Keeps the GPU busy while the host queues the calls to be timed."""
-        for _ in range(iterations):
-            cuda.nanosleep(10000)
-
-
-def _event_ms(fn):
-    s, e = cuda.event(timing=True), cuda.event(timing=True)
-    s.record()
-    fn()
-    e.record()
-    e.synchronize()
-    return cuda.event_elapsed_time(s, e)
+# --- timing (queued behind a sleeping kernel: course.bench.time_queued) -------------------------------------------
 
 
 def time_queued(fn, reps):
     """Per-call GPU milliseconds (``reps`` values), each the mean of several calls queued behind a sleep."""
-    sleep_kernel[1, 1](1)  # compiled before anything is timed
-    fn()
-    cuda.synchronize()
-    one = _event_ms(fn)
-    t = time.perf_counter()
-    fn()
-    host_ms = (time.perf_counter() - t) * 1e3
-    cuda.synchronize()
-    inner = int(min(30, max(1, 3.0 / max(one, 1e-3))))
-    per_iter = max(_event_ms(lambda: sleep_kernel[1, 1](20)) / 20, 1e-3)
-    iters = int((inner * host_ms * 1.5 + 0.3) / per_iter) + 1
-    times = []
-    for _ in range(reps):
-        s, e = cuda.event(timing=True), cuda.event(timing=True)
-        sleep_kernel[1, 1](iters)
-        s.record()
-        for _ in range(inner):
-            fn()
-        e.record()
-        e.synchronize()
-        times.append(cuda.event_elapsed_time(s, e) / inner)
-    return times
+    return bench.time_queued(fn, reps=reps, budget_ms=3.0)
+
+
+_FLOOR: list = []
+
+
+def atomic_floor_ms(blocks, threads):
+    """GPU ms of one same-address atomic per block and nothing else, on this grid (issue 14's confound)."""
+    from course.kernels import probes
+
+    if not _FLOOR:
+        _FLOOR.append(cuda.device_array(1, np.float32))
+    d = _FLOOR[0]
+    return float(np.median(time_queued(lambda: probes.atomic_floor[blocks, threads](d), ARGS.reps)))
+
+
+def partials_ms(v, d_a, n, want):
+    """The same one-round kernel writing one partial sum per block (no atomic): checked, then timed."""
+    k = R.grid_stride_kernel(v.params["width"], v.params["unroll"], partials=True)
+    g = v.griddim(n)
+    d_p = cuda.device_array(g, np.float32)
+    k[g, v.threads](d_a, d_p)
+    got = float(np.sum(d_p.copy_to_host(), dtype=np.float64))
+    if got != want:
+        raise AssertionError(f"{v.name} with per-block partials: sum {got}, exact {want}")
+    return float(np.median(time_queued(lambda: k[g, v.threads](d_a, d_p), ARGS.reps)))
 
 
 # --- 2. bandwidth against warps per SM ----------------------------------------------------------------------------------
@@ -244,7 +221,7 @@ def sweep_warps(d_a, d_out, n, want, tol):
                              warps_per_sm=resident * 4, requested_warps_per_sm=bps * 4,
                              bytes_per_thread_per_round=4 * w * u, regs_per_thread=res.regs_per_thread,
                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm,
-                             clocks_sm_mhz=SWEEP._prov.get("clocks_sm_mhz"))
+                             clocks_sm_mhz=SWEEP.prov.get("clocks_sm_mhz"))
             except Exception as e:
                 ERRORS.append(f"sweep {v.name}: {type(e).__name__}: {e}")
         log(f"warps sweep w{w} u{u}{lb} done")
@@ -274,10 +251,17 @@ def sweep_block_size(d_a, d_out, n, want, tol):
                     BLOCKS.record(v.name, None, size=[n], dtype="float32", bytes_moved=4 * n, params=v.params)
                     continue
                 res, occ, drv = occupancy_of(v)
+                extra = {}
+                try:  # issue 14: the one atomic per block, priced alone, and the kernel without it
+                    extra = dict(atomic_floor_ms=atomic_floor_ms(v.griddim(n), threads),
+                                 partials_ms=partials_ms(v, d_a, n, want), atomics=v.griddim(n))
+                except Exception as e:  # noqa: BLE001
+                    ERRORS.append(f"block size {v.name} floor/partials: {type(e).__name__}: {e}")
                 BLOCKS.record(v.name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
                               params=v.params, launch="one round per thread", threads_per_block=threads,
                               blocks_per_grid=v.griddim(n), regs_per_thread=res.regs_per_thread,
-                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm, occupancy=occ.occupancy)
+                              driver_blocks_per_sm=drv, model_blocks_per_sm=occ.blocks_per_sm, occupancy=occ.occupancy,
+                              **extra)
             except Exception as e:
                 ERRORS.append(f"block size {v.name}: {type(e).__name__}: {e}")
     # seed 002: block 1024 vs 256, each with the grid filled to the driver's resident limit
@@ -353,7 +337,7 @@ def achieved_occupancy(out_dir):
 
     if not GPU:
         return
-    ncu = shutil.which("ncu")
+    ncu = bench.find_tool("ncu")
     if ncu is None:
         ERRORS.append("achieved occupancy: ncu not found on PATH")
         return
@@ -384,11 +368,10 @@ def achieved_occupancy(out_dir):
         per_launch[key][r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", ""))
     launches = [per_launch[k] for k in sorted(per_launch)]
     measured = launches[-len(ACHIEVED):]  # the first launches are the occ() probes' runs
-    ach = bench.Bench("occupancy_achieved")
+    ach = H.bench("occupancy_achieved")
     for (label, _src, n), m in zip(ACHIEVED, measured):
         ach.record(label, None, size=[n], dtype="float32", kernel=m["kernel"][:120], block=m["block"], grid=m["grid"],
                    achieved_pct=m.get(NCU_METRICS[0]), theoretical_pct=m.get(NCU_METRICS[1]), source="ncu")
-    ach.save(pathlib.Path(out_dir) / "occupancy_achieved.json")
     for r in ach.records:
         log(f"ncu: {r['variant']:52} achieved {r['achieved_pct']}% of theoretical {r['theoretical_pct']}%")
 
@@ -409,11 +392,9 @@ def main():
     del d_a
     achieved_occupancy(ARGS.out)
 
-    out = pathlib.Path(ARGS.out)
-    for b, name in ((KERNELS, "occupancy"), (SWEEP, "occupancy_sweep"), (BLOCKS, "occupancy_block_size")):
-        b.save(out / f"{name}.json")
+    H.save()
     print()
-    print(f"occupancy, {'GPU: ' + str(KERNELS._prov.get('device')) if GPU else 'DRY RUN on the CPU (no timing)'}; "
+    print(f"occupancy, {'GPU: ' + str(KERNELS.prov.get('device')) if GPU else 'DRY RUN on the CPU (no timing)'}; "
           f"run {bench.run_id()}; {time.perf_counter() - T0:.0f} s")
     n_rows = sum(len(r["rows"]) for r in KERNELS.records)
     print(f"model vs driver: {len(KERNELS.records)} kernel overloads, {n_rows} (block size, dynamic shared) pairs, "

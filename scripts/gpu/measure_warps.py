@@ -14,66 +14,38 @@ warps_resources.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import pathlib
 import re
-import statistics
 import sys
 import time
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 
 import numpy as np  # noqa: E402
 
+from course.bench import Script, sass_instructions  # noqa: E402
 
-def parse():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for the JSON records")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, no timing")
-    ap.add_argument("--reps", type=int, default=20)
-    return ap.parse_args()
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
-
-import course  # noqa: E402  (chooses the backend before numba)
-from course import bench, doctor  # noqa: E402
-from course.kernels import warps  # noqa: E402
-from numba import cuda  # noqa: E402
-
-GPU = course.backend.on_gpu()
-FACTS = doctor.device_facts()
-RECORDS: dict = {}
-
-
-PROV = bench.provenance()
-PROV_KEYS = ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count", "cuda_driver_api",
-             "clocks_sm_mhz", "clocks_mem_mhz", "numba", "numpy", "backend")
-
-
-def record(benchmark, variant, ms, reps, size, dtype, **extra):
-    """One record in course.bench's schema (ms: median of reps CUDA-event timings; None where not timed)."""
-    rec = {"benchmark": benchmark, "variant": variant, "ms": ms, "reps": reps, "size": size, "dtype": dtype}
-    rec.update({k: PROV[k] for k in PROV_KEYS if k in PROV})
-    if not GPU:
-        rec["dry_run"] = True
-    rec.update(extra)
-    RECORDS.setdefault(benchmark, []).append(rec)
-    return rec
+H = Script(__doc__, "warps", reps=20)
+ARGS, GPU = H.args, H.gpu
+PROV = H.prov
+record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.bench's schema
 
 
 def time_ms(launch, reps):
-    """Median milliseconds of ``launch()`` (course.bench.time_ms: CUDA events, warm-up first); on the CPU one plain call."""
-    if not GPU:
-        launch()
-        return None
-    return statistics.median(bench.time_ms(launch, reps=reps, warmup=2, batch=5))  # batch: hide launch overhead
+    """Median ms of ``launch()`` (CUDA events, 5 launches queued per timing: launch overhead hidden); None on the CPU."""
+    return H.time_ms(launch, reps, warmup=2, batch=5)
+
+
+from course import doctor  # noqa: E402
+from course.kernels import warps  # noqa: E402
+from numba import cuda  # noqa: E402
+
+FACTS = doctor.device_facts()
 
 
 def first(value):
@@ -103,9 +75,12 @@ def branch_summary(ptx, sass):
 
 
 def body_lines(sass, limit=60):
-    """The SASS instructions of the kernel, trimmed: enough to read what the branch became."""
-    keep = [ln.strip() for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
-    return keep[:limit]
+    """The kernel's SASS instructions (``/*addr*/ OPCODE operands``: no section bytes, no encodings, no
+    names), from the first compare after the bounds check to the store: what the branch became."""
+    ins = [f"/*{a:04x}*/ {t}" for a, t in sass_instructions(sass)]
+    first_cmp = next((i for i, t in enumerate(ins) if "EXIT" in t), 0)
+    last = next((i for i in range(len(ins) - 1, -1, -1) if re.search(r"\bSTG", ins[i])), len(ins) - 1)
+    return ins[first_cmp:last + 2][:limit]
 
 
 # --- the measurements ------------------------------------------------------------------------------------
@@ -200,10 +175,11 @@ def main():
         except Exception:
             traceback.print_exc()
             failed.append(step.__name__)
-    out = pathlib.Path(ARGS.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for bench, recs in RECORDS.items():
-        (out / f"{bench}.json").write_text(json.dumps(recs, indent=1, default=float))
+    for part in failed:
+        H.failed[part] = "raised (traceback above)"
+    paths = H.save()
+    out = H.out
+    RECORDS = {b.benchmark: b.records for b in H.benches.values()}
     print(f"\n{'benchmark':18} {'variant':28} {'ms':>9}  extra")
     for bench, recs in RECORDS.items():
         for r in recs:

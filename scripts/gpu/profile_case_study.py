@@ -30,7 +30,6 @@ Records go to DIR/profile_case_study.json (a JSON list, ``benchmark: profile_cas
 
 from __future__ import annotations
 
-import argparse
 import csv
 import glob
 import io
@@ -45,33 +44,41 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
-
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for profile_case_study.json and raw logs")
-    ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, no ncu / sanitizer")
-    ap.add_argument("--size", type=int, default=2048, help="M = N = K of the profiled product")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--target", default="", help=argparse.SUPPRESS)  # internal: what a child process runs
-    return ap.parse_args(argv)
-
-
-ARGS = parse()
-if ARGS.dry_run:
-    os.environ["COURSE_BACKEND"] = "cpu"
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend
 os.environ.setdefault("CUPY_TF32", "0")
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402  (chooses the backend before numba)
+from course import bench  # noqa: E402
+from course.bench import Script  # noqa: E402
+
+
+def arguments(ap):
+    ap.add_argument("--size", type=int, default=2048, help="M = N = K of the profiled product")
+    ap.add_argument("--target", default="", help=argparse_suppress())  # internal: what a child process runs
+
+
+def argparse_suppress():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def child(args):
+    global ARGS
+    if args.target:
+        ARGS = args
+        run_target(args.target)
+        return True
+    return False
+
+
 from numba import cuda  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Bench  # noqa: E402
 from course.kernels import matmul as MM  # noqa: E402
 
-GPU = course.on_gpu()
+GPU = __import__("course").on_gpu()
 CASE = ["naive", "tiled", "regtile", "regtile_cf", "unrolled"]
 RNG = np.random.default_rng()
 SEED_BUG_N = 1000 if GPU else 20
@@ -114,17 +121,10 @@ def to_dev(x):
     return cuda.to_device(x) if GPU else x
 
 
-if ARGS.target:
-    run_target(ARGS.target)
-    sys.exit(0)
-
-if not GPU and not ARGS.dry_run:
-    sys.exit("profile_case_study: no GPU here. Run it on the H200, or use --dry-run to test it on the CPU.")
-OUT = pathlib.Path(ARGS.out)
-OUT.mkdir(parents=True, exist_ok=True)
-T0 = time.time()
-BENCH = Bench("profile_case_study", dry_run=ARGS.dry_run)
-FAILED: dict = {}
+H = Script(__doc__, "profile_case_study", reps=10, arguments=arguments, child=child)
+ARGS, OUT, T0 = H.args, H.out, H.t0
+BENCH = H.bench("profile_case_study")
+FAILED = H.failed
 ME = str(pathlib.Path(__file__).resolve())
 
 
@@ -408,7 +408,11 @@ def summary_counts(text):
 
 def sanitizer():
     tool = find_tool("compute-sanitizer")
-    runs = [("memcheck", "seed_oob", ["--tool", "memcheck", "--print-limit", "12"]),
+    # --report-api-errors no: numba-cuda's start-up asks the driver for entry points it may lack
+    # (cuGetProcAddress → CUDA_ERROR_INVALID_VALUE, thousands of them), which would fill the print limit
+    # before the kernel's own invalid accesses are reported
+    runs = [("memcheck", "seed_oob", ["--tool", "memcheck", "--report-api-errors", "no", "--show-backtrace", "no",
+                                      "--print-limit", "200"]),
             ("racecheck", "missing_sync", ["--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "12"])]
     if not GPU or not tool:
         log(f"compute-sanitizer skipped ({'dry run' if not GPU else 'not found'}); the CPU engine's view instead")
@@ -425,13 +429,22 @@ def sanitizer():
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text, rc = f"timed out after 45 s\n{out}", None
-        (OUT / f"sanitizer_{name}.log").write_text(" ".join(cmd) + "\n\n" + text[-40000:])
-        lines = [ln for ln in text.splitlines() if ln.startswith("=========")]
+        text = bench.scrub(text)
+        H.write_text(f"sanitizer_{name}.log", " ".join(cmd) + "\n\n" + text[-40000:])
+        lines = [ln for ln in text.splitlines() if ln.startswith("=========")
+                 and "cuGetProcAddress" not in ln and "Host Frame" not in ln and "Saved host backtrace" not in ln]
         counts = summary_counts(text)
+        # the report lines that name the planted bug: each invalid access, its kernel, thread and address
+        invalid = []
+        all_lines = text.splitlines()
+        for i, ln in enumerate(all_lines):
+            if "Invalid __global__" in ln or "Invalid __shared__" in ln:
+                invalid.append([x.replace("=========", "").strip() for x in all_lines[i:i + 4]])
         BENCH.record(
             f"sanitizer:{name}", None, size=(size, size, size), dtype="float32", part="sanitizer",
             tool=name, target=target, N=size, TILE=MM.TILE, returncode=rc,
             seconds=time.time() - t, counts=counts, report_head=lines[:60], command=" ".join(cmd),
+            invalid_access_reports=invalid[:12], invalid_access_count=len(invalid),
             planted="seed 002's kernel, grid rounded up at N not a multiple of TILE: reads and writes past "
                     "the arrays" if target == "seed_oob" else
                     "tiled matmul without the syncthreads() after the shared loads",
@@ -468,10 +481,7 @@ guarded("timing", timing)
 guarded("compute-sanitizer", sanitizer)  # before ncu: two short runs, certain to fit
 guarded("nsight compute", nsight_compute)
 
-for name, msg in FAILED.items():
-    BENCH.records.append({"benchmark": "profile_case_study", "variant": "failed", "part": name, "failed": msg,
-                          "run": bench.run_id(), "ms": None, "dry_run": ARGS.dry_run or None})
-path = BENCH.save(OUT / "profile_case_study.json")
+path = H.save()[0]
 print()
 print(f"{'record':32s} {'ms':>9s} {'TFLOP/s':>8s}  note")
 for r in BENCH.records:
