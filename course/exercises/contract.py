@@ -54,6 +54,11 @@ class Exercise:
     reference: Optional[Callable] = None  # () -> the course's own kernel that solves it, from course.kernels
     rtol: float = 0.0
     atol: float = 0.0
+    # host-code exercises (chapter 08's pipeline): the learner writes plain Python that issues copies and
+    # launches; judge() hands it to host_judge (course.exercises.host.judge_host), with host_kernel() the
+    # kernel the host code is given to launch
+    host_judge: Optional[Callable] = None
+    host_kernel: Optional[Callable] = None
 
     @property
     def chapter(self) -> int:
@@ -62,6 +67,11 @@ class Exercise:
     @property
     def target(self) -> str:
         return self.name.split(".", 1)[1]
+
+    @property
+    def host(self) -> bool:
+        """True for a host-code exercise (plain Python, no @cuda.jit)."""
+        return self.host_judge is not None
 
     @property
     def max_score(self) -> int:

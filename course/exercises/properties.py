@@ -139,3 +139,72 @@ def few_warp_splits(max_per_warp: float, hint: str = "") -> Property:
     return Property(f"little warp divergence: at most {max_per_warp:g} split per warp (分支分化)", measure, hint or (
         "A warp runs both sides of a branch when its lanes disagree. Which threads are active at each step? "
         "If whole warps are active or idle together, only the last few steps can split a warp."), lines=True)
+
+
+# --- counts of one launch: atomics, sectors, shared loads, shared bytes (issue 15) -------------------------
+
+
+def thread_atomics(report, space: str):
+    """Thread-level atomic operations on ``space`` memory in a traced launch, or None when the trace did not
+    keep every block in detail (the tracer counts warp-level requests for the whole launch, lanes per block)."""
+    blocks = 1
+    for d in (report.griddim if isinstance(report.griddim, tuple) else (report.griddim,)):
+        blocks *= int(d)
+    if len(report.detail_blocks) < blocks:
+        return None
+    return sum(w.active for b in report.detail_blocks for w in report.warp_accesses(b)
+               if w.op == "atomic" and w.space == space)
+
+
+def atomics_at_most(space: str, limit: int, per: str, hint: str) -> Property:
+    """At most ``limit`` thread-level atomic operations on ``space`` memory in the traced launch (原子操作)."""
+
+    def measure(report, extra):
+        n = thread_atomics(report, space)
+        if n is None:
+            return False, "the trace kept too few blocks to count atomics per thread (a grid of at most 64 blocks)"
+        return n <= limit, f"{n} atomic operations on {space} memory (want at most {limit}: {per})"
+
+    return Property(f"few {space} atomics: at most {per} (原子操作)", measure, hint)
+
+
+def no_atomics(space: str = "global", hint: str = "") -> Property:
+    """No atomic operation on ``space`` memory: each block or warp owns its output."""
+
+    def measure(report, extra):
+        n = thread_atomics(report, space)
+        if n is None:
+            return False, "the trace kept too few blocks to count atomics per thread"
+        return n == 0, f"{n} atomic operations on {space} memory (want none)"
+
+    return Property(f"no {space} atomics", measure, hint or "Each block owns its own output element: write it.")
+
+
+def global_loads_at_most(max_sectors: int, what: str, hint: str) -> Property:
+    """At most ``max_sectors`` 32-byte sectors loaded from global memory in the traced launch (each byte once)."""
+
+    def measure(report, extra):
+        got = report.totals()["global_load_sectors"]
+        return got <= max_sectors, f"{got} sectors loaded from global memory (want at most {max_sectors}: {what})"
+
+    return Property(f"reads global memory about once: at most {max_sectors} sectors ({what})", measure, hint)
+
+
+def shared_loads_at_most(max_requests: int, what: str, hint: str) -> Property:
+    """At most ``max_requests`` warp-level shared-memory load requests in the traced launch (register reuse)."""
+
+    def measure(report, extra):
+        got = report.totals()["shared_load_requests"]
+        return got <= max_requests, f"{got} shared-memory load requests (want at most {max_requests}: {what})"
+
+    return Property(f"register reuse: at most {max_requests} shared load requests ({what})", measure, hint)
+
+
+def shared_bytes_at_most(nbytes: int, name: str, hint: str) -> Property:
+    """The block allocates at most ``nbytes`` bytes of shared memory (named for what the limit means)."""
+
+    def measure(report, extra):
+        got = extra.get("shared_bytes", 0)
+        return got <= nbytes, f"{got} bytes of shared memory per block (want at most {nbytes})"
+
+    return Property(name, measure, hint)

@@ -1,0 +1,365 @@
+"""Host-code exercises: the learner's plain Python that issues copies and launches (chapter 08's pipeline),
+run with a recording stand-in for ``cuda``, checked against NumPy, and judged on the schedule it issues.
+
+:class:`RecordingCuda` forwards every call a pipeline needs to numba (the CPU engine, or a GPU) and logs
+it: which stream, whether the host buffer is pinned, which bytes. :func:`schedule` is the model of what a
+GPU makes of that log (one copy engine each way, one for kernels; a pageable copy is synchronous), so the
+schedule judged is the model's, on every backend, not a measurement. :func:`lint_host` and
+:func:`compile_host` let the grader compile such code in its own process with nothing but what a pipeline
+needs (``cuda.stream``, ``cuda.pinned_array``, ``cuda.device_array``, ``cuda.to_device``, copies, launches,
+``cuda.synchronize``).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+
+import numpy as np
+
+from course.exercises.contract import Result, Verdict
+
+# --------------------------------------------------------------------------------------------------
+# Recording what the host code issues: a stand-in for `cuda` that forwards to numba and logs each call
+
+
+class _Stream:
+    def __init__(self, rec, real, number):
+        self._rec, self._real, self.number = rec, real, number
+
+    def synchronize(self):
+        self._rec.log.append(("sync", self.number))
+        self._real.synchronize()
+
+    def __repr__(self):
+        return f"<stream {self.number}>"
+
+
+class _DeviceArray:
+    """A device array (or a slice of one) whose copies are logged with their stream and byte range."""
+
+    def __init__(self, rec, real, root, start):
+        self._rec, self._real, self._root, self._start = rec, real, root, start
+
+    @property
+    def shape(self):
+        return self._real.shape
+
+    @property
+    def size(self):
+        return self._real.size
+
+    @property
+    def dtype(self):
+        return self._real.dtype
+
+    def __len__(self):
+        return len(self._real)
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or (key.step not in (None, 1)):
+            raise TypeError("pipeline: slice a device array with [a:b] only (contiguous chunks)")
+        start, stop, _ = key.indices(self._real.shape[0])
+        return _DeviceArray(self._rec, self._real[start:stop], self._root, self._start + start)
+
+    def _range(self):
+        return (self._root, self._start, self._start + self._real.shape[0])
+
+    def copy_to_device(self, ary, stream=0):
+        self._rec.copy("h2d", ary, self, stream)
+        self._real.copy_to_device(_host(ary), stream=self._rec.real_stream(stream))
+
+    def copy_to_host(self, ary=None, stream=0):
+        self._rec.copy("d2h", ary if ary is not None else np.empty(0), self, stream, host_given=ary is not None)
+        if ary is None:
+            return self._real.copy_to_host(stream=self._rec.real_stream(stream))
+        return self._real.copy_to_host(ary, stream=self._rec.real_stream(stream))
+
+
+def _host(a):
+    return a
+
+
+class _Kernel:
+    def __init__(self, rec, real, name):
+        self._rec, self._real, self._name = rec, real, name
+
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or len(config) not in (2, 3, 4):
+            raise TypeError(f"launch {self._name} as {self._name}[blocks_per_grid, threads_per_block, stream](...)")
+        stream = config[2] if len(config) >= 3 else 0
+        rec = self._rec
+
+        def launch(*args):
+            ins = [a._range() for a in args if isinstance(a, _DeviceArray)]
+            rec.log.append(("kernel", rec.stream_number(stream), ins, sum(a._real.nbytes for a in args
+                                                                          if isinstance(a, _DeviceArray))))
+            real_args = [a._real if isinstance(a, _DeviceArray) else a for a in args]
+            self._real[config[0], config[1], rec.real_stream(stream)](*real_args)
+
+        return launch
+
+
+class RecordingCuda:
+    """What the learner's host code sees as ``cuda``: the calls a pipeline needs, each logged."""
+
+    def __init__(self):
+        from numba import cuda
+
+        self._cuda = cuda
+        self.log = []  # ("alloc_pinned", id) ("h2d"/"d2h", stream, pinned, nbytes, device range) ("kernel", ...)
+        self._pinned = []  # the pinned host buffers, to recognise their views
+        self._streams = []
+        self._roots = 0
+
+    # streams
+    def stream(self):
+        s = _Stream(self, self._cuda.stream(), len(self._streams) + 1)
+        self._streams.append(s)
+        return s
+
+    def default_stream(self):
+        return 0
+
+    def stream_number(self, s):
+        if isinstance(s, _Stream):
+            return s.number
+        if s in (0, None):
+            return 0
+        raise TypeError("pipeline: pass a stream made by cuda.stream() (or 0, the default stream)")
+
+    def real_stream(self, s):
+        return s._real if isinstance(s, _Stream) else 0
+
+    def synchronize(self):
+        self.log.append(("sync", None))
+        self._cuda.synchronize()
+
+    # memory
+    def pinned_array(self, shape, dtype=np.float64):
+        a = self._cuda.pinned_array(shape, dtype=dtype)
+        self._pinned.append(a)
+        return a
+
+    def device_array(self, shape, dtype=np.float64, stream=0):
+        self._roots += 1
+        n = shape if isinstance(shape, int) else shape[0]
+        return _DeviceArray(self, self._cuda.device_array(shape, dtype=dtype), self._roots, 0) if n >= 0 else None
+
+    def to_device(self, ary, stream=0):
+        d = self.device_array(np.shape(ary), np.asarray(ary).dtype)
+        d.copy_to_device(ary, stream=stream)
+        return d
+
+    def is_pinned(self, a) -> bool:
+        return isinstance(a, np.ndarray) and any(np.shares_memory(a, p) for p in self._pinned)
+
+    def copy(self, kind, host, dev, stream, host_given=True):
+        pinned = host_given and self.is_pinned(host)
+        self.log.append((kind, self.stream_number(stream), pinned, dev._real.nbytes, dev._range()))
+
+
+HOST_CUDA_API = {"stream", "pinned_array", "device_array", "to_device", "synchronize", "default_stream"}
+
+
+# --------------------------------------------------------------------------------------------------
+# The schedule a GPU would make of the log: one copy engine each way, one for kernels (设备重叠)
+
+
+def schedule(log):
+    """(modelled time, serial time, per-op timeline) for the logged copies and kernels.
+
+    Each op takes time proportional to its bytes (a copy: its size; a kernel: the bytes of its arrays / 2, so a
+    chunk's kernel lasts as long as one of its copies). An op starts when its stream's previous op has ended and
+    its engine (H2D copy, D2H copy, compute) is free, in issue order. A copy from pageable memory is synchronous
+    (the driver stages it through a pinned buffer): it waits for everything issued before it, and nothing
+    issued after it starts before it ends. Host synchronisations cost nothing here.
+    """
+    stream_end, engine_end, barrier, t_all, serial = {}, {}, 0.0, 0.0, 0.0
+    timeline = []
+    for op in log:
+        if op[0] not in ("h2d", "d2h", "kernel"):
+            continue
+        kind, stream = op[0], op[1]
+        dur = op[3] if kind != "kernel" else op[3] / 2
+        serial += dur
+        sync_copy = kind != "kernel" and not op[2]
+        start = max(stream_end.get(stream, 0.0), engine_end.get(kind, 0.0), barrier)
+        if sync_copy or stream == 0:
+            start = max(start, t_all)  # waits for all earlier work (the legacy default stream does too)
+        end = start + dur
+        stream_end[stream] = engine_end[kind] = end
+        t_all = max(t_all, end)
+        if sync_copy or stream == 0:
+            barrier = end
+        timeline.append((kind, stream, start, end))
+    return t_all, serial, timeline
+
+
+# --------------------------------------------------------------------------------------------------
+# What host code may use (the grader compiles it in its own process: nothing that reaches further)
+
+HOST_ATTRS = {"copy_to_device", "copy_to_host", "synchronize", "copy", "shape", "dtype", "size", "ndim"}
+HOST_BUILTINS = {"range", "min", "max", "len", "int", "float", "enumerate", "list", "abs", "zip", "print"}
+_HOST_NODES = (
+    ast.Assign, ast.AugAssign, ast.For, ast.While, ast.If, ast.Expr, ast.Return, ast.Pass, ast.Break,
+    ast.Continue, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.Attribute,
+    ast.Subscript, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.Slice, ast.ListComp, ast.comprehension,
+    ast.keyword, ast.arguments, ast.arg, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+)
+HOST_DTYPES = {"float32", "float64", "int32", "int64"}
+
+
+def lint_host(fn: ast.FunctionDef) -> list:
+    """Problems that keep host code from being judged, as (line, message); empty when it may run."""
+    problems = []
+    local = {a.arg for a in fn.args.args}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+    for stmt in fn.body:
+        for node in ast.walk(stmt):
+            line = getattr(node, "lineno", fn.lineno)
+            if not isinstance(node, _HOST_NODES):
+                problems.append((line, f"`{type(node).__name__}` is not needed in the pipeline's host code"))
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not (
+                    node.id in local or node.id in HOST_BUILTINS or node.id in ("cuda", "np", "numpy")):
+                problems.append((line, f"`{node.id}` is not defined in the function (use its arguments, cuda, np)"))
+            elif isinstance(node, ast.Attribute):
+                if node.attr.startswith("_"):
+                    problems.append((line, f"`.{node.attr}` is not available here"))
+                elif isinstance(node.value, ast.Name) and node.value.id == "cuda":
+                    if node.attr not in HOST_CUDA_API:
+                        problems.append((line, f"cuda.{node.attr}: the pipeline needs only cuda."
+                                               f"{', cuda.'.join(sorted(HOST_CUDA_API))}"))
+                elif isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
+                    if node.attr not in HOST_DTYPES:
+                        problems.append((line, f"np.{node.attr}: only NumPy dtypes here (np.float32 ...)"))
+                elif node.attr not in HOST_ATTRS:
+                    problems.append((line, f"`.{node.attr}`: arrays here offer {', '.join(sorted(HOST_ATTRS))}"))
+    seen, out = set(), []
+    for line, msg in problems:
+        if line not in seen:
+            seen.add(line)
+            out.append((line, msg))
+    return out
+
+
+def compile_host(fn_node: ast.FunctionDef, filename: str = "<cell>"):
+    """A function from the linted source of a host-code exercise, with only safe builtins (for the grader)."""
+    problems = lint_host(fn_node)
+    if problems:
+        line, msg = problems[0]
+        raise ValueError(f"line {line} (in {fn_node.name}): {msg}")
+    clean = ast.fix_missing_locations(ast.Module(body=[_without_decorators(fn_node)], type_ignores=[]))
+    namespace = {"__builtins__": {n: getattr(builtins, n) for n in HOST_BUILTINS}, "np": np, "numpy": np,
+                 "__name__": "submission"}
+    exec(compile(clean, filename, "exec"), namespace)
+    return namespace[fn_node.name]
+
+
+def _without_decorators(fn_node):
+    import copy
+
+    clean = copy.copy(fn_node)
+    clean.decorator_list = []
+    clean.returns = None
+    return clean
+
+
+def _host_problems(fn) -> list:
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    if node is None:
+        return []
+    offset = fn.__code__.co_firstlineno - node.lineno
+    return [(line + offset, msg) for line, msg in lint_host(node)]
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Judging: run the host code with the recording cuda, compare, then read the schedule of one run
+
+
+def run_host(fn, inp, ex_kernel):
+    """Call host code ``fn`` on ``inp`` with a fresh :class:`RecordingCuda` as its ``cuda``: (recording, result)."""
+    rec = RecordingCuda()
+    bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
+                               fn.__closure__)
+    x, factor, n_streams = inp.args
+    got = bound(x.copy(), factor, n_streams, _Kernel(rec, ex_kernel(), "kernel"))
+    return rec, got
+
+
+def _covered(log, kinds, stream, rng_):
+    root, a, b = rng_
+    return [op for op in log if op[0] in kinds and op[1] == stream and op[4][0] == root
+            and op[4][1] < b and a < op[4][2]]
+
+
+def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
+    """Judge host code: correct on every input, then the schedule of one recorded run against each property.
+
+    ``ex.properties`` measure ``(recording, input)`` of that run (see :func:`course.exercises.catalogue.ch08`).
+    """
+    from course.exercises.judging import is_stub
+
+    rng = np.random.default_rng(seed)
+    results = []
+
+    def verdict(status, score, hint):
+        return Verdict(ex.name, status, score, ex.max_score, results, hint)
+
+    if getattr(fn, "py_func", None) is not None or type(fn).__name__ in ("CUDADispatcher", "FakeCUDAKernel"):
+        results.append(Result("plain Python host code", False, "pipeline is decorated with @cuda.jit"))
+        return verdict("rejected", 0, "The pipeline runs on the host: write it as a plain Python function.")
+    if lint:
+        problems = _host_problems(fn)
+        if problems:
+            line, msg = problems[0]
+            results.append(Result("uses only what a pipeline needs", False, f"line {line}: {msg}"))
+            return verdict("rejected", 0, "The host code needs cuda.stream, cuda.pinned_array, cuda.device_array, "
+                                          "copies and launches: nothing else.")
+    if is_stub(fn):
+        results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
+        return verdict("not attempted", 0, ex.stub_hint)
+    inputs = list(ex.make_inputs(rng))
+    for inp in inputs + [ex.make_trace_input(rng)]:
+        try:
+            rec, got = run_host(fn, inp, ex.host_kernel)
+        except NotImplementedError:
+            results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
+            return verdict("not attempted", 0, ex.stub_hint)
+        except Exception as exc:  # the learner's code failed: report, never raise
+            text = " ".join(str(exc).split())[:400] or type(exc).__name__
+            results.append(Result("runs without an error", False, f"{type(exc).__name__}: {text}", inp.label))
+            return verdict("error", 0, ex.hint_wrong)
+        want = inp.expected[0]
+        got = np.asarray(got) if got is not None else None
+        if got is None or got.shape != want.shape or not np.array_equal(got, want):
+            if got is None:
+                what = "the function returned None: return the result array"
+            elif got.shape != want.shape:
+                what = f"the result has shape {got.shape}, expected {want.shape}"
+            else:
+                bad = np.flatnonzero(got != want)
+                what = (f"result[{bad[0]}] is {got[bad[0]]:g}, expected {want[bad[0]]:g}; "
+                        f"{bad.size} of {want.size} elements wrong")
+            results.append(Result("correct result", False, what, inp.label))
+            return verdict("fail", 0, ex.hint_wrong)
+    results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
+    score, hint = 1, ""
+    for prop in ex.properties:
+        ok, detail = prop.measure((rec, inp), {})
+        results.append(Result(prop.name, ok, detail, inp.label))
+        if ok:
+            score += 1
+        elif not hint:
+            hint = prop.hint
+    return verdict("pass" if score == ex.max_score else "partial", score, hint)

@@ -1,0 +1,233 @@
+"""No exercise's answer is readable in a chapter, in exercises/ or in the package (issue 15, item 5).
+
+Each solution function (the ``def <target>`` of an exercise in solutions/*.ipynb) is compared with every
+function defined in notebooks/*.ipynb, exercises/*.ipynb and course/**/*.py, nested ones included. Names are
+normalised before the comparison: every identifier (the function's name, parameters, locals, globals) is
+renamed in order of first appearance, docstrings are dropped, and comments never reach the AST. So a copy
+whose variables were renamed is still a copy; a kernel that differs in what it computes or how it indexes
+(another operator, another loop, a missing guard) is not. A second, looser check catches near-copies (the
+chapter's kernel with one line changed): no function may share more than NEAR of the solution's statements,
+each compared with its names normalised.
+"""
+
+import ast
+import pathlib
+
+import nbformat
+import pytest
+
+from course import exercises as E
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# The course's worked example: chapter 00 shows check() on it with course.kernels.basics.vector_add (a pass)
+# and without its guard (a fail), so its answer is public by design. It is not counted among the exercises
+# a learner solves on their own (see test_enough_exercises_besides_the_worked_example).
+WORKED_EXAMPLES = {"01.vector_add"}
+
+# The share of a solution's statements that one readable function may have in common with it. The chapters'
+# own kernels that the exercises used to ask for shared 0.64-1.0 of theirs (the padded and swizzled
+# transposes, the tiled matmul); a variation that changes the indexing or the algorithm shares at most half.
+NEAR = 0.6
+# A find-the-bug exercise hands the learner a planted kernel (``*_planted`` in course/exercises/catalogue) to
+# fix: its answer is close to it by design. Such a kernel must still not be the answer itself (the exact check).
+PLANTED_SUFFIX = "_planted"
+
+
+class _Canonical(ast.NodeTransformer):
+    """Rename every identifier to n0, n1, … in order of first appearance; drop docstrings and annotations."""
+
+    def __init__(self):
+        self.names = {}
+
+    def _name(self, name):
+        return self.names.setdefault(name, f"n{len(self.names)}")
+
+    def visit_FunctionDef(self, node):
+        node.name = self._name(node.name)
+        node.decorator_list = []
+        node.returns = None
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:] or [ast.Pass()]
+        node.body = body
+        self.generic_visit(node)
+        return node
+
+    def visit_arg(self, node):
+        node.arg = self._name(node.arg)
+        node.annotation = None
+        return node
+
+    def visit_Name(self, node):
+        node.id = self._name(node.id)
+        return node
+
+
+def canonical(fn: ast.FunctionDef) -> str:
+    """The function's shape with its names normalised (see the module docstring)."""
+    import copy
+
+    return ast.dump(_Canonical().visit(copy.deepcopy(fn)), annotate_fields=False, include_attributes=False)
+
+
+def _functions(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _notebook_code(path):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    nb = nbformat.read(path, as_version=4)
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            yield k, ast.parse(TransformerManager().transform_cell(cell.source))
+        except SyntaxError:
+            continue
+
+
+def corpus() -> dict:
+    """canonical form -> where it is defined ("path:name", the first place), for every function a learner can read."""
+    out = {}
+    paths = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb"))]
+    for path in paths:
+        for k, tree in _notebook_code(path):
+            for fn in _functions(tree):
+                out.setdefault(canonical(fn), f"{path.relative_to(ROOT)} cell {k}: {fn.name}")
+    for path in sorted((ROOT / "course").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in _functions(tree):
+            out.setdefault(canonical(fn), f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}")
+    return out
+
+
+def solutions() -> list:
+    """(exercise name, where, FunctionDef) for every exercise's solution function in solutions/*.ipynb."""
+    found = {}
+    for path in sorted(ROOT.glob("solutions/*.ipynb")):
+        for k, tree in _notebook_code(path):
+            for fn in tree.body:
+                if isinstance(fn, ast.FunctionDef):
+                    ex = E.by_target(fn.name)
+                    if ex is not None and ex.chapter == int(path.name[:2]):
+                        found[ex.name] = (f"{path.relative_to(ROOT)} cell {k}", fn)  # the last def wins
+    return [(name, where, fn) for name, (where, fn) in sorted(found.items())]
+
+
+def test_canonical_form_ignores_names_and_docstrings_but_not_what_the_code_does():
+    a = ast.parse("def f(x, out):\n    '''doc'''\n    i = cuda.grid(1)\n    if i < x.size:\n        out[i] = x[i]\n")
+    b = ast.parse("def g(src, dst):\n    k = cuda.grid(1)  # a comment\n    if k < src.size:\n        dst[k] = src[k]\n")
+    c = ast.parse("def g(src, dst):\n    k = cuda.grid(1)\n    if k <= src.size:\n        dst[k] = src[k]\n")
+    d = ast.parse("def g(src, dst):\n    k = cuda.grid(1)\n    if k < src.size:\n        dst[k] = src[k] * 2\n")
+    fa, fb, fc, fd = (t.body[0] for t in (a, b, c, d))
+    assert canonical(fa) == canonical(fb)
+    assert canonical(fa) != canonical(fc) and canonical(fa) != canonical(fd)
+
+
+def test_every_exercise_has_one_solution_function():
+    names = {name for name, _, _ in solutions()}
+    assert names == set(E.EXERCISES), sorted(set(E.EXERCISES) ^ names)
+
+
+@pytest.fixture(scope="module")
+def readable():
+    return corpus()
+
+
+def test_no_solution_is_readable_in_the_chapters_exercises_or_package(readable):
+    leaks = []
+    for name, where, fn in solutions():
+        if name in WORKED_EXAMPLES:
+            continue
+        hit = readable.get(canonical(fn))
+        if hit:
+            leaks.append(f"{name} ({where}) is the same code as {hit}")
+    assert not leaks, "exercise answers readable elsewhere:\n" + "\n".join(leaks)
+
+
+def _statement_forms(fn) -> "Counter":
+    """Each statement of ``fn`` (for a loop or a branch: its header) with names normalised, counted."""
+    import copy
+    from collections import Counter
+
+    fn = _Canonical().visit(copy.deepcopy(fn))
+    out = Counter()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.stmt) and not isinstance(node, ast.FunctionDef):
+            head = node.iter if isinstance(node, ast.For) else node.test if isinstance(node, (ast.If, ast.While)) else node
+            out[ast.dump(head, annotate_fields=False)] += 1
+    return out
+
+
+def _readable_functions():
+    paths = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb"))]
+    for path in paths:
+        for k, tree in _notebook_code(path):
+            for fn in _functions(tree):
+                yield f"{path.relative_to(ROOT)} cell {k}: {fn.name}", fn
+    for path in sorted((ROOT / "course").rglob("*.py")):
+        for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))):
+            yield f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}", fn
+
+
+def test_no_solution_is_a_near_copy_of_a_readable_function():
+    others = [(where, _statement_forms(fn)) for where, fn in _readable_functions()]
+    near = []
+    for name, where, fn in solutions():
+        if name in WORKED_EXAMPLES:
+            continue
+        mine = _statement_forms(fn)
+        for other, forms in others:
+            if other.endswith(PLANTED_SUFFIX) and other.startswith("course/exercises/catalogue/"):
+                continue
+            union = sum((mine | forms).values())
+            share = sum((mine & forms).values()) / union if union else 0.0
+            if share > NEAR:
+                near.append(f"{name} ({where}) shares {share:.2f} of its statements with {other}")
+    assert not near, "near-copies of readable code:\n" + "\n".join(near)
+
+
+def test_the_spoiler_check_finds_a_copy():
+    # the worked example's answer is course.kernels.basics.vector_add (renamed: a, b, out, n): the check sees it
+    from course.kernels import basics
+
+    sol = {name: fn for name, _, fn in solutions()}
+    import inspect
+    import textwrap
+
+    mine = canonical(sol["01.vector_add"])
+    theirs = ast.parse(textwrap.dedent(inspect.getsource(basics.vector_add.py_func))).body[0]
+    assert canonical(theirs) == mine
+
+
+def test_enough_exercises_besides_the_worked_example():
+    own = [ex for name, ex in E.EXERCISES.items() if name not in WORKED_EXAMPLES]
+    assert len(own) >= 30, len(own)
+    for chapter in range(1, 11):
+        mine = [ex.name for ex in own if ex.chapter == chapter]
+        assert len(mine) >= 3, (chapter, mine)
+
+
+def _statements(fn):
+    """Source lines of the solution's statements that are long enough to be an answer on their own."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Expr, ast.If, ast.While, ast.For, ast.Return)):
+            text = " ".join(ast.unparse(node).split("\n")[0].split())
+            if len(text) >= 24:
+                out.add(text)
+    return out
+
+
+def test_hints_do_not_contain_the_solutions_code():
+    # the task states what to compute (out[i] = alpha * x[i] + y[i] is the specification); hints guide, and
+    # must not hand over a line of the answer
+    for name, where, fn in solutions():
+        ex = E.get(name)
+        texts = [ex.hint_wrong, ex.hint_oob, ex.stub_hint, *(p.hint for p in ex.properties)]
+        blob = " ".join(" ".join(t.split()) for t in texts if t)
+        for line in _statements(fn):
+            assert line not in blob, f"{name}: a hint gives the line `{line}` of the solution"
