@@ -138,7 +138,7 @@ def simulate(n: int = DEFAULT_SIMULATED) -> int:
         raise RuntimeError("simulate() is for the CPU backend: on a GPU, cuda.gpus lists the real devices.")
     if n < 1:
         raise ValueError(f"simulate(n): n must be at least 1, got {n}.")
-    from course import sim_devices as seam
+    from course.engine import simulator as seam
 
     seam.install_devices(n, _Hooks())
     _SIM.update(n=n, stack=[], base=0, peers=set())
