@@ -141,11 +141,34 @@ def execute_notebook(src: pathlib.Path, dst: pathlib.Path, *, backend: str | Non
     finally:
         os.environ.clear()
         os.environ.update(old)
+    _relative_paths(nb)
     errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
               and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(nbformat.writes(nb), encoding="utf-8")
     return {"seconds": round(time.monotonic() - started, 1), "error_cells": errors, "code_sha256": code_hash(nb)}
+
+
+def _relative_paths(nb) -> None:
+    """Outputs name the repository's files by their path inside it, not by where this machine keeps it."""
+    import nbformat
+
+    prefix = str(ROOT) + "/"
+
+    def fix(x):
+        if isinstance(x, str):
+            return x.replace(prefix, "")
+        if isinstance(x, list):
+            return [fix(v) for v in x]
+        if isinstance(x, dict):
+            return {k: fix(v) for k, v in x.items()}
+        return x
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.from_dict(fix(o)) for o in cell.outputs]
+    if "widgets" in nb.metadata:
+        nb.metadata["widgets"] = fix(nb.metadata["widgets"])
 
 
 def _execute_job(args):

@@ -357,13 +357,13 @@ def test_a_changed_chapter_is_executed_on_the_cpu_with_its_widget_state(tmp_path
     import nbformat
 
     clean = tmp_path / "99_made_up.ipynb"
-    nb = _nb(["import course, ipywidgets\nprint('backend', course.BACKEND)\nipywidgets.IntSlider(7)"])
+    nb = _nb(["import course, ipywidgets\nprint('backend', course.BACKEND, course.__file__)\nipywidgets.IntSlider(7)"])
     nbformat.write(nb, clean)
     ch = types.SimpleNamespace(file=clean.name, path=clean, number=99)
     page, origin = sitetool.chapter_page(ch, {}, "execute", cache=tmp_path / "cache", why="code cell 0 changed")
     assert origin == "cpu-now"
     outputs = page.cells[-1].outputs
-    assert any("backend cpu" in o.get("text", "") for o in outputs), outputs
+    assert any("backend cpu course/__init__.py" in o.get("text", "") for o in outputs), outputs  # no machine path
     view = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     state = page.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     model = state[view[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
