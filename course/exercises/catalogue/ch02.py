@@ -1,14 +1,14 @@
-"""Chapter 02: divergence: even elements take path A, odd ones path B, and no warp takes both."""
+"""Chapter 02: warps — two paths with no divergent warp, a warp vote (ballot), and the warp-synchronous bug
+of older CUDA code fixed with syncwarp."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, random_size
-from course.exercises.properties import (
-    no_divergence,
-)
+from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.properties import atomics_at_most, coalesced, no_divergence, no_races, uses_shared
 from course.exercises.registry import register
 
 DIV_TPB = 128
@@ -57,4 +57,128 @@ register(Exercise(
     stub_hint="map threads to elements so that a warp's 32 lanes all get even elements, or all odd ones",
     reference=None,
     rtol=1e-6, atol=1e-6,
+))
+
+
+# 02 -- count positives with a warp vote ------------------------------------------------------------
+
+CNT_TPB = 128
+
+
+def _cnt_input(rng, n, why, frac=None):
+    x = f32(rng, n)
+    if frac is not None:
+        x = np.where(rng.random(n) < frac, np.abs(x) + 1, -np.abs(x)).astype(np.float32)
+    out = np.zeros(1, np.int32)
+    return Input(f"n={n} ({why})", (ceil_div(n, CNT_TPB),), (CNT_TPB,), (x, out),
+                 {1: np.array([(x > 0).sum()], np.int32)}, ("x", "out"))
+
+
+def _cnt_inputs(rng):
+    return [
+        _cnt_input(rng, 1, "one element", frac=1.0),
+        _cnt_input(rng, 33, "one warp and one lane"),
+        _cnt_input(rng, 128, "all positive", frac=1.0),
+        _cnt_input(rng, 200, "none positive", frac=0.0),
+        _cnt_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+CNT_TRACE_N = 1024
+
+register(Exercise(
+    name="02.count_positive",
+    title="A warp vote: count the positive elements",
+    signature="count_positive(x, out)",
+    task=("Write `count_positive(x, out)`: add to out[0] (an int32, starting at 0) the number of elements of x "
+          f"that are > 0. It is launched with threads_per_block = {CNT_TPB} and blocks_per_grid = ceil(n / "
+          f"{CNT_TPB}). One atomic add per positive element is correct but serialises on one address; a warp "
+          "can instead vote (cuda.ballot_sync gives every lane a 32-bit mask of the lanes whose condition holds, "
+          "cuda.popc counts its bits), so that one lane adds the warp's count: at most one atomic per warp. "
+          "Every lane of the warp must take part in the vote, also those past the end of x."),
+    make_inputs=_cnt_inputs,
+    make_trace_input=lambda rng: _cnt_input(rng, CNT_TRACE_N, "8 full blocks"),
+    properties=(
+        coalesced("load"),
+        atomics_at_most("global", CNT_TRACE_N // 32, "one per warp",
+                        "Let the warp agree first: which single lane should publish the warp's count, and how "
+                        "does it learn how many of the 32 lanes said yes?"),
+    ),
+    hint_wrong=("Count each element once: a lane past the end votes 'no'. ballot_sync's mask must name every "
+                "lane of the warp (0xffffffff), and only one lane per warp may add the count."),
+    hint_oob="A lane past the end must not read x, but it must still take part in the vote.",
+    stub_hint="each lane decides yes/no; the warp votes; one lane adds the number of yes votes",
+))
+
+
+# 02 -- the warp-synchronous bug, fixed with syncwarp -----------------------------------------------
+
+WS_TPB = 64
+
+
+def _ws_input(rng, n, why):
+    a = f32(rng, n)
+    blocks = ceil_div(n, WS_TPB)
+    out = np.full(blocks, np.nan, np.float32)
+    padded = np.zeros(blocks * WS_TPB, np.float64)
+    padded[:n] = a
+    want = padded.reshape(blocks, WS_TPB).sum(axis=1).astype(np.float32)
+    return Input(f"n={n} ({why})", (blocks,), (WS_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _ws_inputs(rng):
+    return [
+        _ws_input(rng, 1, "one element"),
+        _ws_input(rng, 40, "less than one block"),
+        _ws_input(rng, 64, "exactly one block"),
+        _ws_input(rng, 64 * 3 + 5, "three blocks and 5 elements"),
+        _ws_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+@cuda.jit
+def warp_sum_planted(a, out):
+    """The planted kernel of 02.warp_sum_fixed: right only while a warp's lanes run in lockstep."""
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 64 + t
+    s[t] = a[i] if i < a.shape[0] else float32(0)
+    cuda.syncthreads()
+    if t < 32:
+        s[t] += s[t + 32]
+        s[t] += s[t + 16]
+        s[t] += s[t + 8]
+        s[t] += s[t + 4]
+        s[t] += s[t + 2]
+        s[t] += s[t + 1]
+        if t == 0:
+            out[cuda.blockIdx.x] = s[0]
+
+
+register(Exercise(
+    name="02.warp_sum_fixed",
+    title="The warp-synchronous bug, fixed with syncwarp",
+    signature="warp_sum_fixed(a, out)",
+    task=("`course.exercises.catalogue.ch02.warp_sum_planted` sums each block's 64 elements of a into "
+          "out[blockIdx.x]: after one barrier, warp 0 finishes the sum in shared memory with no barrier at all, "
+          "relying on its 32 lanes running in lockstep (the 'warp-synchronous' trick of older CUDA code). Since "
+          "Volta, the lanes of a warp may run apart (independent thread scheduling), and the trick becomes a race "
+          "between lanes. Run the planted kernel, trace it (report.races()), and write `warp_sum_fixed(a, out)`: "
+          f"the same computation, launched with threads_per_block = {WS_TPB} and blocks_per_grid = ceil(n / "
+          f"{WS_TPB}), still through shared memory and without shuffles, made correct with cuda.syncwarp() "
+          "(线程束同步): a lane must not read a word another lane of its warp is about to write, nor before it "
+          "has written it."),
+    make_inputs=_ws_inputs,
+    make_trace_input=lambda rng: _ws_input(rng, 256, "four full blocks"),
+    properties=(
+        uses_shared(hint="The exercise is about the shared-memory version: keep the partial sums in a "
+                         "cuda.shared.array of 64 floats."),
+        no_races(hint=("Lanes of one warp are not in lockstep: between a lane's read of its partner's word and "
+                       "its own write, and between one step and the next, the warp must meet. Does every lane "
+                       "reach each meeting point, including the lanes whose result no longer matters?")),
+    ),
+    hint_wrong=("Each step reads words that other lanes wrote in the step before: if a lane runs ahead, it "
+                "reads an old value. Where must the lanes of the warp wait for each other?"),
+    hint_oob="Guard the load of a: the last block is only partly filled, and its missing elements count as 0.",
+    stub_hint="the planted kernel's steps, each split into read, warp sync, write, warp sync",
 ))
