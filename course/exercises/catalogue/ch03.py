@@ -1,54 +1,139 @@
-"""Chapter 03: coalescing: a particle update on a struct of arrays."""
+"""Chapter 03: coalescing (合并访存) — kinetic energy from a struct of arrays, column sums walking down, and an
+array of structs converted into a struct of arrays with both sides as coalesced as they can be."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size
-from course.exercises.properties import (
-    coalesced,
-)
-from course.exercises.registry import reference, register
+from course.exercises.properties import coalesced
+from course.exercises.registry import register
 
-SOA_TPB = 128
-SOA_DT = 0.25  # a power of two: x + vx * dt is exact for the small integers the inputs hold
+# 03 -- kinetic energy of particles stored as a struct of arrays
+
+KE_TPB = 128
+VX, VY, VZ, MASS = 3, 4, 5, 6
 
 
-def _soa_input(rng, n, why):
-    from course.kernels import memory
-
+def _ke_input(rng, n, why):
     q = f32(rng, (8, n))
-    return Input(f"n={n} ({why})", (ceil_div(n, SOA_TPB),), (SOA_TPB,), (q, SOA_DT),
-                 {0: memory.reference_advance_soa(q, SOA_DT)}, ("q", "dt"))
+    e = np.full(n, np.nan, np.float32)
+    v2 = q[VX].astype(np.float64) ** 2 + q[VY].astype(np.float64) ** 2 + q[VZ].astype(np.float64) ** 2
+    want = (0.5 * q[MASS] * v2).astype(np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(n, KE_TPB),), (KE_TPB,), (q, e), {1: want}, ("q", "e"))
 
 
-def _soa_inputs(rng):
+def _ke_inputs(rng):
     return [
-        _soa_input(rng, 1, "one particle"),
-        _soa_input(rng, 127, "prime, less than one block"),
-        _soa_input(rng, 128, "exactly one block"),
-        _soa_input(rng, 257, "prime, two blocks and one particle"),
-        _soa_input(rng, random_size(rng, 300, 700), "random"),
+        _ke_input(rng, 1, "one particle"),
+        _ke_input(rng, 127, "prime, less than one block"),
+        _ke_input(rng, 257, "prime, two blocks and one particle"),
+        _ke_input(rng, random_size(rng, 300, 700), "random"),
     ]
 
 
-
 register(Exercise(
-    name="03.advance_soa",
-    title="Coalescing: particles as a struct of arrays",
-    signature="advance_soa(q, dt)",
-    task=("Write `advance_soa(q, dt)`: move every particle by its velocity, x += vx * dt, y += vy * dt, "
-          "z += vz * dt, for particles stored as a struct of arrays (SoA): q has shape (8, n) and field f of "
-          "particle i is q[f, i] (fields x, y, z, vx, vy, vz, mass, charge, numbered 0..7 as in "
-          f"course.kernels.memory). It is launched with threads_per_block = {SOA_TPB} and one thread per "
-          f"particle, blocks_per_grid = ceil(n / {SOA_TPB}). Each load and store of a warp should touch 32 "
-          "neighbouring floats: 4 sectors per request (合并访存)."),
-    make_inputs=_soa_inputs,
-    make_trace_input=lambda rng: _soa_input(rng, 512, "four full blocks"),
+    name="03.kinetic_energy",
+    title="Coalescing: kinetic energy from a struct of arrays",
+    signature="kinetic_energy(q, e)",
+    task=("Write `kinetic_energy(q, e)`: e[i] = 0.5 * mass * (vx^2 + vy^2 + vz^2) for particle i, with particles "
+          "stored as a struct of arrays (SoA) as in chapter 03: q has shape (8, n) and field f of particle i is "
+          "q[f, i] (fields x, y, z, vx, vy, vz, mass, charge numbered 0..7, so vx, vy, vz, mass are 3, 4, 5, 6). "
+          f"One thread per particle, threads_per_block = {KE_TPB}, blocks_per_grid = ceil(n / {KE_TPB}). Every "
+          "load and store of a warp should touch 32 neighbouring floats: 4 sectors per request (合并访存)."),
+    make_inputs=_ke_inputs,
+    make_trace_input=lambda rng: _ke_input(rng, 512, "four full blocks"),
     properties=(coalesced("load"), coalesced("store")),
-    hint_wrong=("Field f of particle i is q[f, i], not q[i, f]: the first index picks the field. Only x, y and "
-                "z change; velocities stay as they are."),
+    hint_wrong="Field f of particle i is q[f, i]: the first index picks the field. Which rows hold vx, vy, vz, mass?",
     hint_oob=("Two ways out of the array: threads past the last particle (guard them), or the indices in the "
               "wrong order (q has 8 rows, one per field, and n columns, one per particle)."),
-    stub_hint="one thread per particle; which index of q picks the field, and which the particle?",
-    reference=reference("memory", "advance_soa"),
+    stub_hint="one thread per particle; read its velocity and mass from the right rows of q",
+    rtol=1e-6, atol=1e-3,
+))
+
+
+# 03 -- column sums: one thread per column, walking down
+
+CS_TPB = 64
+
+
+def _cs_input(rng, rows, cols, why):
+    a = f32(rng, (rows, cols))
+    out = np.full(cols, np.nan, np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(cols, CS_TPB),), (CS_TPB,), (a, out),
+                 {1: a.astype(np.float64).sum(axis=0).astype(np.float32)}, ("a", "out"))
+
+
+def _cs_inputs(rng):
+    return [
+        _cs_input(rng, 1, 1, "one element"),
+        _cs_input(rng, 17, 16, "more rows than columns"),
+        _cs_input(rng, 1, 33, "one row"),
+        _cs_input(rng, 33, 1, "one column"),
+        _cs_input(rng, random_size(rng, 5, 40), random_size(rng, 65, 150), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.column_sums",
+    title="Coalescing: column sums, walking down",
+    signature="column_sums(a, out)",
+    task=("Write `column_sums(a, out)`: out[c] = a[0, c] + a[1, c] + ... + a[rows - 1, c] for a row-major float32 "
+          f"matrix a of shape (rows, cols). It is launched with threads_per_block = {CS_TPB} and blocks_per_grid "
+          f"= ceil(cols / {CS_TPB}): one thread per column, each adding up its column in a loop over the rows. "
+          "Which thread gets which column decides whether each step of that loop is one coalesced request "
+          "(合并访存) or 32 scattered ones."),
+    make_inputs=_cs_inputs,
+    make_trace_input=lambda rng: _cs_input(rng, 8, 256, "full blocks"),
+    properties=(coalesced("load", hint="In one step of the loop, the 32 lanes of a warp read one element each: "
+                                       "are those 32 elements neighbours in memory?"), coalesced("store")),
+    hint_wrong="Every column must be summed once, over all rows: check the last block's columns and a single row.",
+    hint_oob="Threads past the last column must do nothing; the loop runs over a.shape[0] rows.",
+    stub_hint="one thread per column; loop over the rows",
+))
+
+
+# 03 -- AoS to SoA: both sides as coalesced as they can be
+
+AS_TPB = 128
+
+
+def _as_input(rng, n, why):
+    p = f32(rng, (n, 8))
+    q = np.full((8, n), np.nan, np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(8 * n, AS_TPB),), (AS_TPB,), (p, q), {1: p.T.copy()}, ("p", "q"))
+
+
+def _as_inputs(rng):
+    return [
+        _as_input(rng, 1, "one particle"),
+        _as_input(rng, 15, "less than one block's 16 particles"),
+        _as_input(rng, 33, "two blocks and one particle"),
+        _as_input(rng, random_size(rng, 40, 120), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.aos_to_soa",
+    title="Coalescing: convert an array of structs into a struct of arrays",
+    signature="aos_to_soa(p, q)",
+    task=("Write `aos_to_soa(p, q)`: q[f, i] = p[i, f] for particles stored as an array of structs p of shape "
+          "(n, 8) (8 float fields per particle, 32 bytes) converted into a struct of arrays q of shape (8, n). It "
+          f"is launched with one thread per float: threads_per_block = {AS_TPB}, blocks_per_grid = ceil(8 * n / "
+          f"{AS_TPB}). The obvious mapping (one thread per particle, 8 loads each) makes a warp's loads "
+          "touch 32 particles 32 bytes apart: 32 sectors per request. With one thread per float, let a warp "
+          "read 32 consecutive floats of p (coalesced loads, 合并访存) and keep its stores within a few "
+          "sectors: at most 8 per request."),
+    make_inputs=_as_inputs,
+    make_trace_input=lambda rng: _as_input(rng, 256, "16 full blocks"),
+    properties=(
+        coalesced("load", hint="Number the floats of p as they lie in memory, 0 .. 8n-1: if thread k reads float "
+                               "k, a warp reads 128 contiguous bytes. Which particle and field is float k?"),
+        coalesced("store", max_sectors=8, hint="A warp's 32 floats belong to 4 particles: each of the 8 rows of "
+                                               "q receives 4 neighbouring floats, one sector per row."),
+    ),
+    hint_wrong="Float k of p is field k % 8 of particle k // 8; it goes to q[field, particle].",
+    hint_oob="There are 8n floats: threads with k >= 8 * n do nothing.",
+    stub_hint="thread k moves float k of p: work out its particle and field",
 ))
