@@ -1,4 +1,5 @@
-"""Chapter 04: shared memory: row sums through a conflict-free tile."""
+"""Chapter 04: shared memory (共享内存) — row sums through a conflict-free tile, a 1-D stencil through a tile
+with a halo, and a histogram privatised in shared memory (judged on global atomics, on skewed data)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import numpy as np
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import (
+    atomics_at_most,
     coalesced,
     conflict_free,
+    global_loads_at_most,
     no_races,
     uses_shared,
 )
@@ -65,4 +68,125 @@ register(Exercise(
     hint_oob="The last block covers rows past n when n is not a multiple of 32: guard loads and stores.",
     stub_hint="load the block's rows into a shared tile, syncthreads, then one warp sums the rows",
     rtol=1e-6, atol=1e-4,
+))
+
+
+# 04 -- a 1-D stencil through a shared tile with a halo
+
+ST_TPB = 128
+ST_R = 2
+ST_W = (1.0, 2.0, 4.0, 2.0, 1.0)  # weights of x[i-2] .. x[i+2]; out of range counts as 0
+
+
+def _st_ref(x):
+    n = x.shape[0]
+    pad = np.zeros(n + 2 * ST_R, np.float64)
+    pad[ST_R:ST_R + n] = x
+    out = np.zeros(n, np.float64)
+    for k, w in enumerate(ST_W):
+        out += w * pad[k:k + n]
+    return out.astype(np.float32)
+
+
+def _st_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(n, ST_TPB),), (ST_TPB,), (x, out), {1: _st_ref(x)}, ("x", "out"))
+
+
+def _st_inputs(rng):
+    return [
+        _st_input(rng, 1, "one element"),
+        _st_input(rng, 3, "shorter than the stencil"),
+        _st_input(rng, 129, "one block and one element"),
+        _st_input(rng, 256, "two full blocks"),
+        _st_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+ST_TRACE_N = 1024
+
+register(Exercise(
+    name="04.stencil_1d",
+    title="A 1-D stencil through a shared tile with a halo",
+    signature="stencil_1d(x, out)",
+    task=("Write `stencil_1d(x, out)`: out[i] = x[i-2] + 2 x[i-1] + 4 x[i] + 2 x[i+1] + x[i+2], where x outside "
+          f"0..n-1 counts as 0 (模板计算). It is launched with threads_per_block = {ST_TPB} and blocks_per_grid = "
+          f"ceil(n / {ST_TPB}). Read directly, every element of x is loaded five times from global memory. "
+          f"Instead let the block copy its {ST_TPB} elements plus a halo (光环区) of {ST_R} on each side into a "
+          "cuda.shared.array once, with coalesced loads, wait, and compute from the tile."),
+    make_inputs=_st_inputs,
+    make_trace_input=lambda rng: _st_input(rng, ST_TRACE_N, "8 full blocks"),
+    properties=(
+        uses_shared(),
+        coalesced("load"),
+        coalesced("store"),
+        global_loads_at_most(ST_TRACE_N * 4 // 32 + 8 * 2 * 2, "each element once, plus the halos",
+                             "Count how many times each element of x is loaded from global memory: the tile "
+                             "should be filled once, and only the halo elements loaded by two blocks."),
+        no_races(),
+    ),
+    hint_wrong=("Check the edges: the halo of the first block and of the last one lies partly outside x, and "
+                "those elements count as 0. Is every halo slot of the tile written before it is read?"),
+    hint_oob="Guard every load of x (the halo reaches 2 past both ends) and the store of out.",
+    stub_hint="tile of 128 + 4 floats: load the block's part and its halo, syncthreads, then the weighted sum",
+))
+
+
+# 04 -- a histogram: global atomics, then privatised in shared memory
+
+HI_BINS = 32
+HI_TPB = 128
+HI_PER_BLOCK = 8 * HI_TPB
+
+
+def _hi_input(rng, n, why, skew=None):
+    x = rng.integers(0, HI_BINS, size=n).astype(np.int32)
+    if skew is not None:  # a fraction `skew` of the elements in one bin: the case where atomics collide
+        hot = int(rng.integers(0, HI_BINS))
+        x = np.where(rng.random(n) < skew, hot, x).astype(np.int32)
+    hist = np.zeros(HI_BINS, np.int32)
+    want = np.bincount(x, minlength=HI_BINS).astype(np.int32)
+    return Input(f"n={n} ({why})", (ceil_div(n, HI_PER_BLOCK),), (HI_TPB,), (x, hist), {1: want}, ("x", "hist"))
+
+
+def _hi_inputs(rng):
+    return [
+        _hi_input(rng, 1, "one element"),
+        _hi_input(rng, 100, "less than one block"),
+        _hi_input(rng, HI_PER_BLOCK + 7, "one block and 7 elements"),
+        _hi_input(rng, 1500, "every element in one bin", skew=1.0),
+        _hi_input(rng, random_size(rng, 2000, 3000), "random, 90% in one bin", skew=0.9),
+    ]
+
+
+HI_TRACE_N = 4 * HI_PER_BLOCK
+
+register(Exercise(
+    name="04.histogram",
+    title="A histogram: from global atomics to shared-memory privatisation",
+    signature="histogram(x, hist)",
+    task=(f"Write `histogram(x, hist)`: hist[b] += the number of elements of x equal to b, for int32 values in "
+          f"0..{HI_BINS - 1} (hist starts at zero, {HI_BINS} int32 bins). It is launched with threads_per_block = "
+          f"{HI_TPB} and blocks_per_grid = ceil(n / {HI_PER_BLOCK}): each block counts {HI_PER_BLOCK} elements, 8 "
+          "per thread. One cuda.atomic.add on hist per element is correct, but on skewed data (most elements in "
+          "one bin) thousands of atomics queue on one address. Privatise (私有化): let each block count into its "
+          "own histogram in a cuda.shared.array with shared-memory atomics, then add it into hist with at most "
+          f"one global atomic per bin. Read x coalesced (合并访存); it is checked on skewed data too."),
+    make_inputs=_hi_inputs,
+    make_trace_input=lambda rng: _hi_input(rng, HI_TRACE_N, "4 full blocks, 90% in one bin", skew=0.9),
+    properties=(
+        uses_shared(hint="Count into a histogram of the block's own, in a cuda.shared.array: atomics on shared "
+                         "memory stay inside the SM."),
+        coalesced("load"),
+        atomics_at_most("global", HI_BINS * (HI_TRACE_N // HI_PER_BLOCK), f"one per bin per block",
+                        "Each block should count into its own copy of the histogram first and publish each bin "
+                        "once at the end."),
+        no_races(hint="The block's histogram must be all zeros before any thread counts into it, and complete "
+                      "before any thread publishes it. What must every thread reach in between?"),
+    ),
+    hint_wrong=("Every element must be counted once: check the last, partial block, and that the shared "
+                "histogram starts at zero in every block."),
+    hint_oob="Guard the loads of x: the last block reaches past the end.",
+    stub_hint="zero a shared histogram, syncthreads, count with shared atomics, syncthreads, publish each bin",
 ))
