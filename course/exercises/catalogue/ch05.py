@@ -1,59 +1,55 @@
-"""Chapter 05: transpose."""
+"""Chapter 05: transpose (矩阵转置) — a batch through a padded tile, a swizzled tile with four elements per
+thread, and a design of your own on a 1-D grid, judged on performance: on a GPU backend timed with
+course.bench against the device copy (a point per fraction of its bandwidth reached), on the CPU on the
+tracer's properties alone."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from course.exercises.contract import Exercise, Input
+from course.exercises.contract import Exercise, Input, Property
 from course.exercises.inputs import ceil_div, distinct, random_size
-from course.exercises.properties import (
-    coalesced,
-    conflict_free,
-    no_races,
-    shared_at_most,
-    uses_shared,
-)
-from course.exercises.registry import reference, register
+from course.exercises.properties import coalesced, conflict_free, no_races, shared_at_most, uses_shared
+from course.exercises.registry import register
 
 TP_TILE = 32
-TP_BLOCK = (32, 32)  # the chapter's tile kernels: one thread per element of a 32x32 tile
-MINE_BLOCK = (32, 8)  # own design: 32x8 threads per 32x32 tile, so each thread moves 4 elements
+TP_BLOCK = (32, 32)
+SW_BLOCK = (32, 8)
+MINE_TPB = 256
 
 
-def _tp_input(rng, rows, cols, why, block=TP_BLOCK):
-    src = distinct(rng, (rows, cols))
-    dst = np.full((cols, rows), np.nan, np.float32)
-    grid = (ceil_div(cols, TP_TILE), ceil_div(rows, TP_TILE))
-    return Input(f"{rows}x{cols} ({why})", grid, block, (src, dst), {1: src.T.copy()}, ("src", "dst"))
+def _tp_input(rng, rows, cols, why, block=TP_BLOCK, batch=None, flat=False):
+    shape = (rows, cols) if batch is None else (batch, rows, cols)
+    src = distinct(rng, shape)
+    want = np.ascontiguousarray(np.swapaxes(src, -1, -2))
+    dst = np.full(want.shape, np.nan, np.float32)
+    tiles = (ceil_div(cols, TP_TILE), ceil_div(rows, TP_TILE))
+    if flat:
+        grid = (tiles[0] * tiles[1],)
+    else:
+        grid = tiles if batch is None else tiles + (batch,)
+    label = f"{rows}x{cols}" if batch is None else f"{batch} x {rows}x{cols}"
+    return Input(f"{label} ({why})", grid, block, (src, dst), {1: want}, ("src", "dst"))
 
 
-def _tp_inputs(rng, block=TP_BLOCK):
+def _tp_inputs(rng, **kw):
     return [
-        _tp_input(rng, 1, 1, "one element", block),
-        _tp_input(rng, 17, 16, "not square, less than a tile", block),
-        _tp_input(rng, 1, 33, "one row, just past one tile", block),
-        _tp_input(rng, 37, 31, "primes", block),
-        _tp_input(rng, random_size(rng, 33, 70), random_size(rng, 33, 70), "random", block),
+        _tp_input(rng, 1, 1, "one element", **kw),
+        _tp_input(rng, 17, 16, "not square, less than a tile", **kw),
+        _tp_input(rng, 1, 33, "one row, just past one tile", **kw),
+        _tp_input(rng, 37, 31, "primes", **kw),
+        _tp_input(rng, random_size(rng, 33, 70), random_size(rng, 33, 70), "random", **kw),
     ]
 
 
-def _tp_trace(rng, block=TP_BLOCK):
-    return _tp_input(rng, 64, 96, "full tiles, not square", block)
-
-
-
-_TP_TASK = (
-    "Write `{sig}`: dst = src.T for a float32 matrix src of shape (rows, cols) and dst of shape (cols, rows). "
-    "It is launched with threads_per_block = {block} and one block per 32x32 tile of src: "
-    "blocks_per_grid = (ceil(cols / 32), ceil(rows / 32)){per_thread}. "
-    "Read src into a cuda.shared.array tile with coalesced loads, wait for the whole block, and write the "
-    "tile out transposed with coalesced stores. Shapes that do not fill a tile must work too."
-)
-
-
-def _tp_task(sig, block):
-    per = "" if block == TP_BLOCK else f", so each thread moves {TP_TILE * TP_TILE // (block[0] * block[1])} elements"
-    return _TP_TASK.format(sig=sig, block=block, per_thread=per)
+def _batched_inputs(rng):
+    return [
+        _tp_input(rng, 1, 1, "one element", batch=1),
+        _tp_input(rng, 17, 16, "not square, less than a tile", batch=2),
+        _tp_input(rng, 1, 33, "one row, just past one tile", batch=3),
+        _tp_input(rng, 37, 31, "primes", batch=2),
+        _tp_input(rng, random_size(rng, 33, 50), random_size(rng, 33, 50), "random", batch=2),
+    ]
 
 
 TRANSPOSE_PROPS = (
@@ -65,15 +61,19 @@ TRANSPOSE_PROPS = (
     no_races(),
 )
 
-
 register(Exercise(
     name="05.transpose_padded",
-    title="Transpose with a padded tile",
+    title="A batch of transposes through a padded tile",
     signature="transpose_padded(src, dst)",
-    task=_tp_task("transpose_padded(src, dst)", TP_BLOCK) + (
-        " Reading the tile by columns puts all 32 lanes in one bank; cure it by padding the tile."),
-    make_inputs=_tp_inputs,
-    make_trace_input=_tp_trace,
+    task=("Write `transpose_padded(src, dst)`: dst[b] = src[b].T for every matrix b of a batch: src is a float32 "
+          "array of shape (batch, rows, cols) and dst of shape (batch, cols, rows). It is launched with "
+          "threads_per_block = (32, 32) and one block per 32x32 tile of one matrix: blocks_per_grid = "
+          "(ceil(cols / 32), ceil(rows / 32), batch), so blockIdx.z picks the matrix. Read the tile with "
+          "coalesced loads into a cuda.shared.array, wait for the whole block, and write it out transposed with "
+          "coalesced stores (合并访存). Reading the tile by columns puts all 32 lanes in one bank; cure it by "
+          "padding the tile (填充). Shapes that do not fill a tile must work too."),
+    make_inputs=_batched_inputs,
+    make_trace_input=lambda rng: _tp_input(rng, 32, 64, "full tiles, not square", batch=2),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="The tile is read by columns: lane tx reads row tx. Which bank does each row "
@@ -82,23 +82,26 @@ register(Exercise(
         conflict_free("store"),
     ),
     hint_wrong=("Think of tile coordinates and global coordinates separately: the block's tile starts at "
-                "row blockIdx.y*32 and column blockIdx.x*32 of src, but at row blockIdx.x*32 and column "
-                "blockIdx.y*32 of dst. Shapes that are not square show a mix-up of rows and columns."),
+                "row blockIdx.y*32 and column blockIdx.x*32 of src[b], but at row blockIdx.x*32 and column "
+                "blockIdx.y*32 of dst[b]. Shapes that are not square show a mix-up of rows and columns, and "
+                "a batch of 2 or 3 shows a matrix index that does not follow blockIdx.z."),
     hint_oob="Guard every global load and store: the last tiles are only partly inside src and dst.",
-    stub_hint="stage a padded shared tile: coalesced read of src, syncthreads, coalesced write of dst",
-    reference=reference("transpose", "tile_32x33", "TRANSPOSE_VERSIONS"),
+    stub_hint="blockIdx.z picks the matrix; stage a padded shared tile: coalesced in, syncthreads, coalesced out",
 ))
 
 register(Exercise(
     name="05.transpose_swizzled",
-    title="Transpose with a swizzled tile",
+    title="A swizzled transpose with four elements per thread",
     signature="transpose_swizzled(src, dst)",
-    task=_tp_task("transpose_swizzled(src, dst)", TP_BLOCK) + (
-        " Do not pad the tile (exactly 32x32 floats): instead move each row's elements to other columns "
-        "with an XOR swizzle (chapter 04), so that a tile column is spread over all 32 banks, and read "
-        "every element back from where you put it."),
-    make_inputs=_tp_inputs,
-    make_trace_input=_tp_trace,
+    task=("Write `transpose_swizzled(src, dst)`: dst = src.T for a float32 matrix src of shape (rows, cols) and "
+          f"dst of shape (cols, rows). It is launched with threads_per_block = {SW_BLOCK} and one block per 32x32 "
+          "tile of src: blocks_per_grid = (ceil(cols / 32), ceil(rows / 32)), so each thread moves 4 elements "
+          "in and 4 out. Stage the tile in a cuda.shared.array of exactly 32x32 floats (no padding): move each "
+          "row's elements to other columns with an XOR swizzle (chapter 04) so that a tile column is spread "
+          "over all 32 banks (存储体冲突), and read every element back from where you put it. Loads and stores "
+          "stay coalesced (合并访存); shapes that do not fill a tile must work too."),
+    make_inputs=lambda rng: _tp_inputs(rng, block=SW_BLOCK),
+    make_trace_input=lambda rng: _tp_input(rng, 64, 96, "full tiles, not square", block=SW_BLOCK),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="With a 32x32 tile, lane tx reading row tx, column c lands in bank c for every "
@@ -108,29 +111,109 @@ register(Exercise(
         shared_at_most(TP_TILE * TP_TILE * 4, "This exercise asks for the swizzle instead of padding: keep the "
                                               "tile exactly 32x32 and move the columns around instead."),
     ),
-    hint_wrong=("A swizzle must be undone exactly: the element stored at tile[r, c ^ r] has to be read back "
-                "from tile[r, c ^ r] with the same r. Check which of your indices is the row inside the tile."),
+    hint_wrong=("A swizzle must be undone exactly: an element stored in row r of the tile at the swizzled column "
+                "has to be read back from the same row through the same map. And with 8 rows of threads, each "
+                "thread handles rows ty, ty + 8, ty + 16 and ty + 24 of the tile."),
     hint_oob="Guard every global load and store: the last tiles are only partly inside src and dst.",
-    stub_hint="stage a 32x32 tile with the column XOR-swizzled by the row; read it back through the same map",
-    reference=reference("transpose", "swizzle", "TRANSPOSE_VERSIONS"),
+    stub_hint="each thread moves rows ty, ty+8, ty+16, ty+24 of a 32x32 tile whose column is XOR-swizzled by the row",
 ))
+
+
+# 05 -- own design, judged on performance: on a GPU timed against the device copy
+
+MINE_SHAPE = (8192, 8192)  # timed on a GPU: 256 MB per matrix, large enough to reach the copy's bandwidth
+MINE_TIERS = (0.5, 0.8)  # fractions of the device copy's bandwidth, one point each
+
+
+def _mine_timing():
+    """(copy_ms, mine_ms) per kernel: run once, checked against NumPy, then timed with course.bench."""
+    cache = {}
+
+    def timed(kernel):
+        key = id(kernel)
+        if key in cache:
+            return cache[key]
+        from numba import cuda
+
+        from course import bench
+        from course.kernels.transpose import copy_kernel
+
+        rng = np.random.default_rng(15)
+        rows, cols = MINE_SHAPE
+        src = rng.standard_normal(MINE_SHAPE, dtype=np.float32)
+        d_src = cuda.to_device(src)
+        d_dst = cuda.device_array((cols, rows), np.float32)
+        grid = ceil_div(cols, TP_TILE) * ceil_div(rows, TP_TILE)
+        run = lambda: kernel[grid, MINE_TPB](d_src, d_dst)  # noqa: E731
+        bench.verify(run, d_dst, src.T, what="transpose_mine")
+        copy = copy_kernel(4)
+        flat_src, flat_dst = d_src.reshape(rows * cols), d_dst.reshape(rows * cols)
+        cgrid = ceil_div(rows * cols, copy.threads * copy.per_thread)
+        run_copy = lambda: copy[cgrid, copy.threads](flat_src, flat_dst)  # noqa: E731
+        copy_ms = float(np.median(bench.time_ms(run_copy, reps=10)))
+        mine_ms = float(np.median(bench.time_ms(run, reps=10)))
+        cache[key] = (copy_ms, mine_ms)
+        return cache[key]
+
+    return timed
+
+
+_TIMED = _mine_timing()
+
+
+def reaches_copy(fraction: float) -> Property:
+    """On a GPU: the kernel's bandwidth reaches ``fraction`` of a device-to-device copy's (course.bench)."""
+
+    def measure(report, extra):
+        kernel = extra.get("kernel")
+        try:
+            copy_ms, mine_ms = _TIMED(kernel)
+        except Exception as err:  # a wrong result on the big matrix, or a kernel the GPU refuses
+            return False, f"not timed: {' '.join(str(err).split())[:300]}"
+        got = copy_ms / mine_ms
+        rows, cols = MINE_SHAPE
+        from course import bench
+
+        gb = bench.gbps(bench.transpose_bytes(MINE_SHAPE, np.float32), mine_ms)
+        return got >= fraction, (f"{got:.2f} of the device copy's bandwidth on {rows}x{cols} float32 "
+                                 f"({mine_ms:.3f} ms, {gb:.0f} GB/s; copy {copy_ms:.3f} ms) (want at least "
+                                 f"{fraction:g})")
+
+    return Property(f"on this GPU, at least {fraction:g} of the device copy's bandwidth (timed)", measure,
+                    "Time it yourself with course.bench and compare with the chapter's versions: are all "
+                    "loads in flight before the stores, and does each thread move enough elements?")
+
+
+def _mine_props():
+    from course.backend import on_gpu
+
+    props = TRANSPOSE_PROPS + (
+        conflict_free("load", name="shared loads at their conflict-free minimum (存储体冲突)"),
+        conflict_free("store", name="shared stores at their conflict-free minimum (存储体冲突)"),
+    )
+    return props + tuple(reaches_copy(f) for f in MINE_TIERS) if on_gpu() else props
+
 
 register(Exercise(
     name="05.transpose_mine",
     title="Transpose of your own design, judged on performance",
     signature="transpose_mine(src, dst)",
-    task=_tp_task("transpose_mine(src, dst)", MINE_BLOCK) + (
-        " Any design is fine; it is judged only on what the memory system would do: coalesced global loads "
-        "and stores (at most 4 sectors per request), shared-memory accesses without bank conflicts (each at its "
-        "conflict-free minimum of wavefronts: 1 for a 4-byte access), shared memory used, and no race."),
-    make_inputs=lambda rng: _tp_inputs(rng, MINE_BLOCK),
-    make_trace_input=lambda rng: _tp_trace(rng, MINE_BLOCK),
-    properties=TRANSPOSE_PROPS + (
-        conflict_free("load", name="shared loads at their conflict-free minimum (存储体冲突)"),
-        conflict_free("store", name="shared stores at their conflict-free minimum (存储体冲突)"),
-    ),
-    hint_wrong="Check the tile's origin in src and in dst separately; non-square shapes show a mix-up.",
+    task=("Write `transpose_mine(src, dst)`: dst = src.T for a float32 matrix src of shape (rows, cols) and dst "
+          f"of shape (cols, rows). It is launched on a 1-D grid: threads_per_block = {MINE_TPB} (a 1-D block) "
+          "and one block per 32x32 tile of src, blocks_per_grid = ceil(cols / 32) * ceil(rows / 32), the tiles "
+          "numbered row by row (block b is tile row b // ceil(cols / 32), tile column b % ceil(cols / 32)). "
+          "So each thread moves 4 elements, and you decide how the 256 threads cover the tile. Any design is "
+          "fine; it is judged on what the memory system would do (coalesced loads and stores, 合并访存; shared "
+          "accesses at their conflict-free minimum, 存储体冲突; shared memory used; no race) and, on a GPU "
+          f"backend, timed with course.bench on a {MINE_SHAPE[0]}x{MINE_SHAPE[1]} matrix against the device "
+          f"copy: one point for reaching {MINE_TIERS[0]:g} of the copy's bandwidth, one more for "
+          f"{MINE_TIERS[1]:g}. On a CPU backend there is no timing (CPU time says nothing about a GPU): only the "
+          "tracer's properties are judged, and the timed points are not counted."),
+    make_inputs=lambda rng: _tp_inputs(rng, block=(MINE_TPB,), flat=True),
+    make_trace_input=lambda rng: _tp_input(rng, 64, 96, "full tiles, not square", block=(MINE_TPB,), flat=True),
+    properties=_mine_props(),
+    hint_wrong=("Check the tile's origin in src and in dst separately (non-square shapes show a mix-up), and "
+                "how the 1-D block number becomes a tile row and column: the tiles are numbered row by row."),
     hint_oob="Guard every global load and store: the last tiles are only partly inside src and dst.",
-    stub_hint="your own design: coalesced in, conflict-free through shared memory, coalesced out",
-    reference=reference("transpose", "rows", "TRANSPOSE_VERSIONS"),
+    stub_hint="block b is one 32x32 tile; 256 threads = 8 rows of 32 lanes, each moving 4 elements",
 ))
