@@ -1,4 +1,5 @@
-"""Chapter 07: a block reduction in shared memory."""
+"""Chapter 07: reductions (归约) — a conflict-free tree in shared memory, a block reduction with warp shuffles,
+and an inclusive scan inside each block (前缀和)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import numpy as np
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import (
+    coalesced,
     conflict_free,
     few_warp_splits,
+    no_atomics,
     no_races,
+    shared_bytes_at_most,
     uses_shared,
 )
 from course.exercises.registry import reference, register
@@ -64,4 +68,110 @@ register(Exercise(
     stub_hint="sum up to 4 elements per thread, then halve the number of active threads each step",
     reference=reference("reduction", "block_sequential", "REDUCTION_VERSIONS"),
     atol=1e-3,
+))
+
+
+# 07 -- a block reduction with warp shuffles
+
+SH_TPB = 256
+
+
+def _sh_input(rng, n, why):
+    a = f32(rng, n)
+    blocks = ceil_div(n, SH_TPB)
+    out = np.full(blocks, np.nan, np.float32)
+    pad = np.zeros(blocks * SH_TPB, np.float64)
+    pad[:n] = a
+    want = pad.reshape(blocks, SH_TPB).sum(axis=1).astype(np.float32)
+    return Input(f"n={n} ({why})", (blocks,), (SH_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _sh_inputs(rng):
+    return [
+        _sh_input(rng, 1, "one element"),
+        _sh_input(rng, 33, "one warp and one lane"),
+        _sh_input(rng, 256, "exactly one block"),
+        _sh_input(rng, 3 * 256 + 5, "three blocks and 5 elements"),
+        _sh_input(rng, random_size(rng, 1000, 2000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.block_sums_shuffle",
+    title="A block reduction with warp shuffles",
+    signature="block_sums_shuffle(a, out)",
+    task=("Write `block_sums_shuffle(a, out)`: out[b] = the sum of block b's 256 elements of the float32 vector "
+          f"a (elements past the end count as 0), launched with threads_per_block = {SH_TPB} and blocks_per_grid = "
+          f"ceil(n / {SH_TPB}), one element per thread. No tree in shared memory this time: each warp adds its 32 "
+          "values with register shuffles (cuda.shfl_down_sync or cuda.shfl_xor_sync, 洗牌), its lane 0 puts the "
+          "warp's sum in a shared array of at most 32 floats, and after one barrier the first warp reduces those "
+          "sums with shuffles again. Each block writes its own out[b]: no atomics."),
+    make_inputs=_sh_inputs,
+    make_trace_input=lambda rng: _sh_input(rng, 4 * SH_TPB, "four full blocks"),
+    properties=(
+        coalesced("load"),
+        shared_bytes_at_most(32 * 4, "partial sums in registers: at most 32 floats of shared memory",
+                             "Shuffles keep the partial sums in registers: only the 8 warp sums need shared "
+                               "memory, at most 32 floats."),
+        no_atomics("global"),
+        no_races(),
+    ),
+    hint_wrong=("A shuffle must name every lane of the warp in its mask, and every lane must call it, also lanes "
+                "whose element is past the end (they add 0). After the barrier, only the first 8 slots of the "
+                "shared array hold warp sums."),
+    hint_oob="Guard the load of a: the last block is only partly filled.",
+    stub_hint="shuffle-reduce in each warp; lane 0 writes a shared slot; syncthreads; warp 0 reduces the slots",
+))
+
+
+# 07 -- an inclusive scan inside each block
+
+SC_TPB = 128
+
+
+def _sc_input(rng, n, why):
+    a = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.empty(n, np.float32)
+    for b in range(0, n, SC_TPB):
+        want[b:b + SC_TPB] = np.cumsum(a[b:b + SC_TPB].astype(np.float64))
+    return Input(f"n={n} ({why})", (ceil_div(n, SC_TPB),), (SC_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _sc_inputs(rng):
+    return [
+        _sc_input(rng, 1, "one element"),
+        _sc_input(rng, 33, "one warp and one lane"),
+        _sc_input(rng, 128, "exactly one block"),
+        _sc_input(rng, 2 * 128 + 3, "two blocks and 3 elements"),
+        _sc_input(rng, random_size(rng, 300, 600), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.inclusive_scan",
+    title="An inclusive scan inside each block",
+    signature="inclusive_scan(a, out)",
+    task=("Write `inclusive_scan(a, out)`: a running sum (前缀和, inclusive scan) of each block's 128 elements: "
+          "out[i] = a[start] + a[start + 1] + ... + a[i], where start = 128 * (i // 128) is the first element "
+          f"of i's block. It is launched with threads_per_block = {SC_TPB} and blocks_per_grid = ceil(n / "
+          f"{SC_TPB}), one element per thread. Use the Hillis-Steele steps in shared memory: in step d = 1, 2, 4, "
+          "..., 64 every element adds the value d places to its left. The trap: in one step a thread reads the "
+          "word that its left neighbour is about to overwrite. No thread may read a value before its writer has "
+          "finished, nor overwrite one before its reader has read it (数据竞争)."),
+    make_inputs=_sc_inputs,
+    make_trace_input=lambda rng: _sc_input(rng, 2 * SC_TPB, "two full blocks"),
+    properties=(
+        uses_shared(),
+        coalesced("load"),
+        coalesced("store"),
+        conflict_free("load", name="no bank conflicts on the scan's shared loads (存储体冲突)"),
+        no_races(hint="In each step a thread reads the word another thread overwrites in the same step. Read "
+                      "into a register, let every thread of the block get there, then write — and again before "
+                      "the next step reads."),
+    ),
+    hint_wrong=("After step d every element should hold the sum of up to 2d elements ending at it. If a value "
+                "counts twice, a thread read a word its neighbour had already updated in the same step."),
+    hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
+    stub_hint="shared copy; for d = 1, 2, 4 ..: read s[t - d], syncthreads, add, syncthreads; write out",
 ))
