@@ -1,4 +1,5 @@
-"""Chapter 09: tiled matrix multiply for any shape."""
+"""Chapter 09: matrix products — a matrix-vector product with one warp per row, a tiled c = a @ b.T, and a
+register-tiled SGEMM with 2x2 outputs per thread (judged on shared loads per multiply-add)."""
 
 from __future__ import annotations
 
@@ -9,63 +10,174 @@ from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import (
     coalesced,
     conflict_free,
+    no_atomics,
     no_races,
+    shared_loads_at_most,
     uses_shared,
 )
-from course.exercises.registry import reference, register
+from course.exercises.registry import register
 
-MM_TILE = 16  # course.kernels.matmul.TILE
-MM_BLOCK = (MM_TILE, MM_TILE)
+# 09 -- matrix-vector product, one warp per row
 
-
-def _mm_input(rng, m, k, n, why):
-    a, b = f32(rng, (m, k)) / 8, f32(rng, (k, n)) / 8  # multiples of 1/8 below 7: every sum is exact
-    c = np.full((m, n), np.nan, np.float32)
-    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
-    return Input(f"{m}x{k} @ {k}x{n} ({why})", (ceil_div(n, MM_TILE), ceil_div(m, MM_TILE)), MM_BLOCK, (a, b, c),
-                 {2: want}, ("a", "b", "c"))
+MV_BLOCK = (32, 4)
 
 
-def mm_inputs(rng):
+def _mv_input(rng, rows, cols, why):
+    a, x = f32(rng, (rows, cols)) / 8, f32(rng, cols) / 8
+    y = np.full(rows, np.nan, np.float32)
+    want = (a.astype(np.float64) @ x).astype(np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(rows, MV_BLOCK[1]),), MV_BLOCK, (a, x, y), {2: want},
+                 ("a", "x", "y"))
+
+
+def _mv_inputs(rng):
     return [
-        _mm_input(rng, 1, 1, 1, "one element"),
-        _mm_input(rng, 17, 16, 16, "one row past a tile"),
-        _mm_input(rng, 1, 33, 5, "k not a multiple of the tile"),
-        _mm_input(rng, 13, 19, 23, "primes"),
-        _mm_input(rng, random_size(rng, 10, 34), random_size(rng, 10, 40), random_size(rng, 10, 34), "random"),
+        _mv_input(rng, 1, 1, "one element"),
+        _mv_input(rng, 17, 16, "rows past a block, short rows"),
+        _mv_input(rng, 1, 33, "one row, just past a warp"),
+        _mv_input(rng, random_size(rng, 5, 20), random_size(rng, 60, 200), "random"),
     ]
 
 
-def mm_trace(rng):
-    return _mm_input(rng, 32, 32, 32, "full tiles")
+register(Exercise(
+    name="09.matvec",
+    title="Matrix-vector product: one warp per row",
+    signature="matvec(a, x, y)",
+    task=("Write `matvec(a, x, y)`: y = a @ x for a float32 matrix a of shape (rows, cols) and vectors x (cols) "
+          f"and y (rows). It is launched with threads_per_block = {MV_BLOCK} and blocks_per_grid = ceil(rows / "
+          f"{MV_BLOCK[1]}): warp threadIdx.y of the block owns one row. One thread per row would make a warp read "
+          "32 rows at once (32 sectors per request); instead the 32 lanes of the row's warp walk along the row "
+          "together (lane l takes columns l, l + 32, ...: coalesced, 合并访存), each adding its products, and the "
+          "warp adds its 32 partial sums with shuffles (洗牌) before one lane writes y."),
+    make_inputs=_mv_inputs,
+    make_trace_input=lambda rng: _mv_input(rng, 8, 256, "two full blocks"),
+    properties=(coalesced("load", hint="Lanes of one warp should read neighbouring columns of one row in each "
+                                       "step, not one column of 32 different rows."),
+                no_atomics("global", "Each warp owns its row: the warp adds up its partial sums itself (shuffles) "
+                                     "and one lane writes y.")),
+    hint_wrong=("Every column of the row must be counted once: lane l takes l, l + 32, ... < cols; after the "
+                "shuffles only lane 0 holds the whole sum (with shfl_down), every lane with shfl_xor."),
+    hint_oob="Rows past the last one (the last block) and columns past cols must not be read.",
+    stub_hint="row = blockIdx.x * 4 + threadIdx.y; lanes stride the row by 32; shuffle-reduce; lane 0 writes",
+    atol=1e-3,
+))
 
 
-MM_PROPS = (
-    uses_shared(hint="The point of the tile is reuse: each element of a and b is loaded from global memory once "
-                     "per tile and then read 16 times from a cuda.shared.array."),
-    coalesced("load"),
-    coalesced("store"),
-    conflict_free("load", name="no bank conflicts on the tile reads (存储体冲突)"),
-    no_races(),
-)
+# 09 -- c = a @ b.T through shared tiles
+
+MM_TILE = 16
+MM_BLOCK = (MM_TILE, MM_TILE)
+
+
+def _mt_input(rng, m, k, n, why):
+    a, b = f32(rng, (m, k)) / 8, f32(rng, (n, k)) / 8
+    c = np.full((m, n), np.nan, np.float32)
+    want = (a.astype(np.float64) @ b.T.astype(np.float64)).astype(np.float32)
+    return Input(f"{m}x{k} @ ({n}x{k}).T ({why})", (ceil_div(n, MM_TILE), ceil_div(m, MM_TILE)), MM_BLOCK, (a, b, c),
+                 {2: want}, ("a", "b", "c"))
+
+
+def _mt_inputs(rng):
+    return [
+        _mt_input(rng, 1, 1, 1, "one element"),
+        _mt_input(rng, 17, 16, 16, "one row past a tile"),
+        _mt_input(rng, 1, 33, 5, "k not a multiple of the tile"),
+        _mt_input(rng, 13, 19, 23, "primes"),
+        _mt_input(rng, random_size(rng, 10, 34), random_size(rng, 10, 40), random_size(rng, 10, 34), "random"),
+    ]
+
 
 register(Exercise(
-    name="09.matmul_tiled",
-    title="Tiled matrix multiply, correct for any shape",
-    signature="matmul_tiled(a, b, c)",
-    task=("Write `matmul_tiled(a, b, c)`: c = a @ b for float32 matrices a (m, k), b (k, n), c (m, n). It is "
-          f"launched with threads_per_block = {MM_BLOCK} and one block per {MM_TILE}x{MM_TILE} tile of c: "
-          f"blocks_per_grid = (ceil(n / {MM_TILE}), ceil(m / {MM_TILE})). Stage {MM_TILE}x{MM_TILE} tiles of a "
-          "and b in shared memory (分块), as the seed's kernel does, but for every shape: the seed's kernel "
-          "assumes N is a multiple of TILE and loses the last columns of a (and writes outside c) otherwise."),
-    make_inputs=mm_inputs,
-    make_trace_input=mm_trace,
-    properties=MM_PROPS,
-    hint_wrong=("Count the tiles along k rounded up, not down, and think about what a thread must put in the "
-                "tile when its element lies past the edge of a or b: something that adds nothing to the sum."),
+    name="09.matmul_abt",
+    title="Tiled multiply by a transposed matrix: c = a @ b.T",
+    signature="matmul_abt(a, b, c)",
+    task=("Write `matmul_abt(a, b, c)`: c = a @ b.T for float32 matrices a (m, k), b (n, k) and c (m, n), so "
+          "c[i, j] is the dot product of row i of a and row j of b (as in attention's Q Kᵀ). It is launched with "
+          f"threads_per_block = {MM_BLOCK} and one block per {MM_TILE}x{MM_TILE} tile of c: blocks_per_grid = "
+          f"(ceil(n / {MM_TILE}), ceil(m / {MM_TILE})). Stage tiles of a and b in shared memory as chapter 09 "
+          "does (分块), for every shape. Two things change with b's layout: which index of b the lanes of a warp "
+          "should walk along to load it coalesced (合并访存), and how the tile of b is then read in the inner "
+          "loop without bank conflicts (存储体冲突)."),
+    make_inputs=_mt_inputs,
+    make_trace_input=lambda rng: _mt_input(rng, 32, 32, 32, "full tiles"),
+    properties=(
+        uses_shared(hint="Each element of a and b should be loaded from global memory once per tile and then "
+                         "read 16 times from a cuda.shared.array."),
+        coalesced("load", hint="Rows of b are contiguous along k: lanes with neighbouring threadIdx.x should "
+                               "load neighbouring k of one row of b."),
+        coalesced("store"),
+        conflict_free("load", name="no bank conflicts on the tile reads (存储体冲突)",
+                      hint="In the inner loop, lane tx reads the tile of b at a row that depends on tx: which "
+                           "bank does each row start in?"),
+        no_races(),
+    ),
+    hint_wrong=("c[i, j] pairs row i of a with row j of b. Count the tiles along k rounded up, and put 0 in a "
+                "tile slot whose element lies past the edge of a or b."),
     hint_oob=("Tiles at the edges reach past a, b and c: guard each load (row < m and k-index < k for a; "
-              "k-index < k and col < n for b) and the store. Every thread must still reach every barrier."),
-    stub_hint="loop over ceil(k / TILE) tiles: load, syncthreads, multiply-add, syncthreads; guard the edges",
-    reference=reference("matmul", "tiled", "MATMUL_VERSIONS"),
+              "row < n and k-index < k for b) and the store. Every thread must still reach every barrier."),
+    stub_hint="tiles of a and b, both loaded along k; syncthreads; multiply-add; syncthreads; guard the edges",
+    atol=1e-4,
+))
+
+
+# 09 -- a register-tiled SGEMM: 2x2 outputs per thread
+
+RT_THREADS = (16, 16)
+RT_TILE = 32  # the block's tile of c: 32x32, each thread 2x2 of it
+RT_BK = 16
+
+
+def _rt_input(rng, m, k, n, why):
+    a, b = f32(rng, (m, k)) / 8, f32(rng, (k, n)) / 8
+    c = np.full((m, n), np.nan, np.float32)
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    return Input(f"{m}x{k} @ {k}x{n} ({why})", (ceil_div(n, RT_TILE), ceil_div(m, RT_TILE)), RT_THREADS, (a, b, c),
+                 {2: want}, ("a", "b", "c"))
+
+
+def _rt_inputs(rng):
+    return [
+        _rt_input(rng, 1, 1, 1, "one element"),
+        _rt_input(rng, 17, 16, 16, "less than one tile"),
+        _rt_input(rng, 1, 33, 5, "k not a multiple of the tile"),
+        _rt_input(rng, 37, 19, 41, "primes, past one tile"),
+        _rt_input(rng, random_size(rng, 33, 50), random_size(rng, 10, 40), random_size(rng, 20, 50), "random"),
+    ]
+
+
+RT_TRACE = (32, 32, 32)
+# a plain 16x16 tiled kernel makes 2 shared loads per multiply-add: m*n*k*2/32 warp requests; 2x2 per thread
+# halves that (4 loads for 4 multiply-adds)
+RT_MAX_SHARED_LOADS = RT_TRACE[0] * RT_TRACE[1] * RT_TRACE[2] // 32
+
+register(Exercise(
+    name="09.sgemm_regtile",
+    title="Register tiling: 2x2 outputs per thread",
+    signature="sgemm_regtile(a, b, c)",
+    task=("Write `sgemm_regtile(a, b, c)`: c = a @ b for float32 a (m, k), b (k, n), c (m, n). It is launched "
+          f"with threads_per_block = {RT_THREADS} and one block per {RT_TILE}x{RT_TILE} tile of c: blocks_per_grid "
+          f"= (ceil(n / {RT_TILE}), ceil(m / {RT_TILE})), so each thread computes 4 elements of c (寄存器分块). "
+          f"Stage a {RT_TILE}x{RT_BK} tile of a and a {RT_BK}x{RT_TILE} tile of b in shared memory per step along "
+          "k; in the inner loop each thread loads 2 values of a and 2 of b into registers and does 4 "
+          "multiply-adds with them, half the shared loads per multiply-add of the plain tiled kernel. Choose "
+          "which 2x2 elements a thread owns so that its warp's stores and the tile reads stay coalesced and free "
+          "of bank conflicts; correct for every shape."),
+    make_inputs=_rt_inputs,
+    make_trace_input=lambda rng: _rt_input(rng, *RT_TRACE, "one full tile"),
+    properties=(
+        uses_shared(),
+        coalesced("load"),
+        coalesced("store", hint="If a thread's 2x2 outputs are neighbours, lanes of a warp store every other "
+                                "element. Which spacing of a thread's 2 columns keeps a warp's stores contiguous?"),
+        conflict_free("load", name="no bank conflicts on the tile reads (存储体冲突)"),
+        shared_loads_at_most(RT_MAX_SHARED_LOADS, "one per multiply-add",
+                             "Each value loaded from a shared tile into a register should serve two multiply-adds: "
+                             "load a[i0], a[i1], b[j0], b[j1] once per k, then use all four products."),
+        no_races(),
+    ),
+    hint_wrong=("Each thread owns 2 rows and 2 columns of the block's 32x32 tile; check that the four cover the "
+                "tile once, the tiles along k are rounded up, and slots past the edges hold 0."),
+    hint_oob="Guard every load of a and b and every store of c: edge tiles reach past the matrices.",
+    stub_hint="4 accumulators in registers; per k-tile: load 32x16 and 16x32, sync, 16 steps of 2+2 loads and 4 FMAs",
     atol=1e-4,
 ))
