@@ -1,32 +1,190 @@
-"""Chapter 10: find the bug: a planted missing barrier."""
+"""Chapter 10: measure, don't guess — two planted kernels to diagnose with the course's tools (the tracer's
+sectors per request; the engine's out-of-bounds report and the tracer's races, as memcheck and racecheck do on
+a GPU), and a row-wise softmax with one warp per row."""
 
 from __future__ import annotations
 
-from course.exercises.catalogue.ch09 import MM_BLOCK, MM_TILE, mm_inputs, mm_trace
-from course.exercises.contract import Exercise
+import numpy as np
+from numba import cuda, float32
+
+from course.exercises.contract import Exercise, Input
+from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import (
+    coalesced,
+    global_loads_at_most,
     no_races,
+    shared_bytes_at_most,
     uses_shared,
 )
-from course.exercises.registry import reference, register
+from course.exercises.registry import register
+
+# 10 -- measure, don't guess: a planted uncoalesced kernel
+
+
+RW_BLOCK = (32, 8)
+
+
+@cuda.jit
+def scale_rows_planted(a, w, out):
+    """The planted kernel of 10.scale_rows_fixed: right on every shape, and slow."""
+    rows = a.shape[0]
+    block = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
+    k = block * 256 + cuda.threadIdx.y * 32 + cuda.threadIdx.x  # one number per thread of the grid
+    row = k % rows
+    col = k // rows
+    if col < a.shape[1]:
+        out[row, col] = a[row, col] * w[row]
+
+
+def _rw_input(rng, rows, cols, why):
+    a, w = f32(rng, (rows, cols)), f32(rng, rows)
+    out = np.full((rows, cols), np.nan, np.float32)
+    grid = (ceil_div(cols, RW_BLOCK[0]), ceil_div(rows, RW_BLOCK[1]))
+    return Input(f"{rows}x{cols} ({why})", grid, RW_BLOCK, (a, w, out), {2: a * w[:, None]}, ("a", "w", "out"))
+
+
+def _rw_inputs(rng):
+    return [
+        _rw_input(rng, 1, 1, "one element"),
+        _rw_input(rng, 17, 16, "more rows than columns"),
+        _rw_input(rng, 1, 33, "one row, just past one block"),
+        _rw_input(rng, random_size(rng, 9, 40), random_size(rng, 20, 70), "random"),
+    ]
+
 
 register(Exercise(
-    name="10.matmul_fixed",
-    title="Find the bug: a tiled kernel that races",
-    signature="matmul_fixed(a, b, c)",
-    task=("course.kernels.matmul.tiled_missing_sync multiplies matrices through shared tiles, and its answer "
-          "is sometimes right and sometimes not. Do not guess: run it, compare with NumPy, and read the "
-          "tracer's race report (course.trace: report.races()), then write `matmul_fixed(a, b, c)`, the same "
-          f"kernel without the bug: c = a @ b, launched with threads_per_block = {MM_BLOCK} and "
-          f"blocks_per_grid = (ceil(n / {MM_TILE}), ceil(m / {MM_TILE})). It is judged on the result and on "
-          "the tracer finding no race between threads (数据竞争)."),
-    make_inputs=mm_inputs,
-    make_trace_input=mm_trace,
-    properties=(uses_shared(), no_races()),
-    hint_wrong=("Compare with the planted kernel line by line where the race report points: which shared "
-                "words does a thread read before the threads that write them have run?"),
-    hint_oob="Keep the planted kernel's guards: every load past the edge of a or b loads a zero instead.",
-    stub_hint="start from inspect.getsource(matmul.tiled_missing_sync) and fix what the race report shows",
-    reference=reference("matmul", "tiled", "MATMUL_VERSIONS"),
-    atol=1e-4,
+    name="10.scale_rows_fixed",
+    title="Measure, don't guess: a planted slow kernel",
+    signature="scale_rows_fixed(a, w, out)",
+    task=("`course.exercises.catalogue.ch10.scale_rows_planted(a, w, out)` scales row r of a float32 matrix a by "
+          f"w[r] (out = a * w[:, None]), launched with threads_per_block = {RW_BLOCK} and blocks_per_grid = "
+          f"(ceil(cols / {RW_BLOCK[0]}), ceil(rows / {RW_BLOCK[1]})). Its answers are right on every shape and it "
+          "is still several times slower than it should be. Do not guess: trace it (course.trace, report.table()) "
+          "and read sectors per request line by line, then write `scale_rows_fixed(a, w, out)`: the same result "
+          "and the same launch, with every load and store at the floor of 4 sectors per request (合并访存)."),
+    make_inputs=_rw_inputs,
+    make_trace_input=lambda rng: _rw_input(rng, 16, 64, "full blocks"),
+    properties=(coalesced("load", hint="Read the trace line by line: which access needs the most sectors per request, "
+                                       "and which index do the 32 lanes of a warp (consecutive threadIdx.x) "
+                                       "change on it?"),
+                coalesced("store")),
+    hint_wrong=("Row r is scaled by w[r], for every column of the row; every element once, whatever the shape (the "
+                "grid has at least as many threads as elements)."),
+    hint_oob="Compare the row with a.shape[0] and the column with a.shape[1], whichever axis x and y run along.",
+    stub_hint="trace the planted kernel first: which index runs along the lanes of a warp?",
+))
+
+
+# 10 -- measure, don't guess: a planted kernel with a race and an out-of-bounds access
+
+BR_TPB = 128
+
+
+@cuda.jit
+def block_reverse_planted(x, out):
+    """The planted kernel of 10.block_reverse_fixed: two bugs, found with the tools, not by staring."""
+    s = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 128 + t
+    s[t] = x[i]
+    start = cuda.blockIdx.x * 128
+    count = min(128, x.shape[0] - start)
+    if t < count:
+        out[i] = s[count - t]
+
+
+def _br_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.concatenate([x[b:b + BR_TPB][::-1] for b in range(0, n, BR_TPB)])
+    return Input(f"n={n} ({why})", (ceil_div(n, BR_TPB),), (BR_TPB,), (x, out), {1: want}, ("x", "out"))
+
+
+def _br_inputs(rng):
+    return [
+        _br_input(rng, 1, "one element"),
+        _br_input(rng, 128, "exactly one block"),
+        _br_input(rng, 129, "one block and one element"),
+        _br_input(rng, random_size(rng, 300, 600), "random"),
+    ]
+
+
+register(Exercise(
+    name="10.block_reverse_fixed",
+    title="Measure, don't guess: a planted race and an out-of-bounds access",
+    signature="block_reverse_fixed(x, out)",
+    task=("`course.exercises.catalogue.ch10.block_reverse_planted(x, out)` reverses each block's piece of x through "
+          "shared memory: the block's 128 elements (fewer in the last block) come out in the opposite order, "
+          f"out[start + j] = x[start + count - 1 - j]. It is launched with threads_per_block = {BR_TPB} and "
+          f"blocks_per_grid = ceil(n / {BR_TPB}). It has two bugs that a GPU run may never show: find them with "
+          "the tools of chapter 10 — the CPU engine stops an out-of-bounds access with the block, thread and line "
+          "(as compute-sanitizer's memcheck does on a GPU), and the tracer's report.races() finds the race "
+          "(racecheck) — then write `block_reverse_fixed(x, out)` without them."),
+    make_inputs=_br_inputs,
+    make_trace_input=lambda rng: _br_input(rng, 4 * BR_TPB, "four full blocks"),
+    properties=(uses_shared(), coalesced("load"), coalesced("store"), no_races()),
+    hint_wrong=("Work out by hand which element of s thread t must read when the block is full (count = 128): "
+                "the mirror of t in 0..count-1."),
+    hint_oob=("Read the error: which array, which index, which thread? The last block has threads past the end "
+              "of x."),
+    stub_hint="run the planted kernel on n = 129 and read the error; then trace it on full blocks and read races()",
+))
+
+
+# 10 -- softmax of each row, one warp per row
+
+SM_BLOCK = (32, 4)
+
+
+def _sm_input(rng, rows, cols, why):
+    x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+    out = np.full((rows, cols), np.nan, np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(rows, SM_BLOCK[1]),), SM_BLOCK, (x, out), {1: want}, ("x", "out"))
+
+
+def _sm_inputs(rng):
+    big = _sm_input(rng, 3, 40, "large values: exp overflows without the max")
+    big.args[0][:] += np.float32(200)  # exp(200+) overflows float32: the row max must be subtracted first
+    return [
+        _sm_input(rng, 1, 1, "one element"),
+        _sm_input(rng, 17, 16, "rows past a block, short rows"),
+        _sm_input(rng, 1, 33, "one row, just past a warp"),
+        big,
+        _sm_input(rng, random_size(rng, 5, 12), random_size(rng, 60, 150), "random"),
+    ]
+
+
+SM_TRACE = (8, 128)
+
+register(Exercise(
+    name="10.softmax_rows",
+    title="Softmax of each row, one warp per row",
+    signature="softmax_rows(x, out)",
+    task=("Write `softmax_rows(x, out)`: out[r, c] = exp(x[r, c] - m_r) / sum_j exp(x[r, j] - m_r), with m_r the "
+          "maximum of row r (subtracting it keeps exp from overflowing; it does not change the result), for a "
+          f"float32 matrix x of shape (rows, cols). It is launched with threads_per_block = {SM_BLOCK} and "
+          f"blocks_per_grid = ceil(rows / {SM_BLOCK[1]}): warp threadIdx.y owns one row, its lanes stride along "
+          "the row (coalesced, 合并访存), and the warp finds the row's maximum and then its sum with shuffles "
+          "(洗牌): no shared memory, no atomics. Read each element of x at most twice (once for the maximum, "
+          "once for the sum and the output: keep exp in a register only if you like). Correct for rows of any "
+          "length, including large values."),
+    make_inputs=_sm_inputs,
+    make_trace_input=lambda rng: _sm_input(rng, *SM_TRACE, "two full blocks"),
+    properties=(
+        coalesced("load"),
+        coalesced("store"),
+        global_loads_at_most(3 * SM_TRACE[0] * SM_TRACE[1] * 4 // 32, "each element at most 3 times",
+                             "Two passes over the row are enough: the maximum, then the sum of exponentials; the "
+                             "output pass may read x again. Does a step read more than that?"),
+        shared_bytes_at_most(0, "registers and shuffles only: no shared memory",
+                             "A warp can combine its lanes' values with shuffles: no shared array is needed."),
+    ),
+    hint_wrong=("Subtract the row's maximum before exp: exp(100) already overflows float32. Both reductions must see the whole row and every lane must get the result (shfl_xor leaves it in "
+                "every lane; with shfl_down only lane 0 has it — broadcast it with shfl_sync). Lanes past the end "
+                "of a short row contribute -inf to the maximum and 0 to the sum."),
+    hint_oob="Rows past the last (the last block) and columns past cols must not be read.",
+    stub_hint="row = blockIdx.x * 4 + threadIdx.y; warp max by shuffles; warp sum of exp by shuffles; write",
+    rtol=1e-5, atol=1e-7,
 ))
