@@ -27,11 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import NamedTuple, Optional, Sequence
 
-WARP_SIZE = 32
-BANKS = 32
-BANK_BYTES = 4
-SECTOR_BYTES = 32
-LINE_BYTES = 128
+from course.device import BANK_BYTES, LINE_BYTES, SECTOR_BYTES, WARP_SIZE
+from course.device import SHARED_BANKS as BANKS
+
 WAVEFRONT_BYTES = BANKS * BANK_BYTES  # 128: what one pass through the banks can carry
 
 #: Lanes served together in one phase, by access size in bytes.  A phase costs as many wavefronts

@@ -27,6 +27,7 @@ import pathlib
 from dataclasses import dataclass, field
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
+from course import device as _dev
 
 MEASUREMENTS = pathlib.Path(__file__).resolve().parents[1] / "data" / "measurements"
 RECORDED = MEASUREMENTS / "occupancy.json"
@@ -39,19 +40,19 @@ class DeviceLimits:
     name: str
     compute_capability: tuple
     sm_count: int
-    warp_size: int = 32
-    max_threads_per_block: int = 1024
-    max_warps_per_sm: int = 64
-    max_blocks_per_sm: int = 32
-    regs_per_sm: int = 65536
-    regs_per_block: int = 65536
-    max_regs_per_thread: int = 255
+    warp_size: int = _dev.WARP_SIZE
+    max_threads_per_block: int = _dev.MAX_THREADS_PER_BLOCK
+    max_warps_per_sm: int = _dev.MAX_WARPS_PER_SM
+    max_blocks_per_sm: int = _dev.MAX_BLOCKS_PER_SM
+    regs_per_sm: int = _dev.REGS_PER_SM
+    regs_per_block: int = _dev.REGS_PER_BLOCK
+    max_regs_per_thread: int = _dev.MAX_REGS_PER_THREAD
     reg_alloc_unit: int = 256  # registers are handed to a warp in chunks of 256
     sub_partitions: int = 4  # one register file slice per warp scheduler
-    smem_per_sm: int = 228 * 1024
-    smem_per_block: int = 48 * 1024  # without opting in
-    smem_per_block_optin: int = 227 * 1024
-    smem_reserved_per_block: int = 1024  # the driver's own use, per block (cc >= 8.0)
+    smem_per_sm: int = _dev.SHARED_PER_SM
+    smem_per_block: int = _dev.MAX_STATIC_SHARED_PER_BLOCK  # without opting in
+    smem_per_block_optin: int = _dev.MAX_SHARED_PER_BLOCK_OPTIN
+    smem_reserved_per_block: int = _dev.SHARED_RESERVED_PER_BLOCK  # the driver's own use, per block (cc >= 8.0)
     smem_alloc_unit: int = 128
 
     @property
@@ -60,7 +61,7 @@ class DeviceLimits:
 
 
 #: The NVIDIA H200 the course measures on (compute capability 9.0, 132 SMs).
-H200 = DeviceLimits("NVIDIA H200", (9, 0), 132)
+H200 = DeviceLimits(_dev.NAME, _dev.COMPUTE_CAPABILITY, _dev.SM_COUNT)
 
 #: Seed 003's example GPU, GA102 (compute capability 8.6): 48 warps and 16 blocks per SM, 100 KB shared.
 GA102 = DeviceLimits("GA102 (RTX 3090, cc 8.6)", (8, 6), 82, max_warps_per_sm=48, max_blocks_per_sm=16,

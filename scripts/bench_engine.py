@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 
 import course  # noqa: E402
 import course.engine  # noqa: E402
-from course.kernels.engine_suite import SUITE  # noqa: E402
+from course.validation.engine_suite import SUITE  # noqa: E402
 
 OUT = ROOT / "data" / "engine_benchmark.json"
 PROFILED = ("copy_f32", "transpose_padded", "reduce_shfl_down")  # no barrier; barrier + shared tile; warp shuffles

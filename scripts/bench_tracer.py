@@ -4,7 +4,7 @@
     .venv/bin/python scripts/bench_tracer.py --only copy_f32 transpose_padded --reps 7
 
 The target (issue 4): tracing costs at most 3x an untraced launch.  The kernels are the engine suite's
-(course/kernels/engine_suite.py: 26 launches of about 8192 threads — strided, misaligned and broadcast
+(course/validation/engine_suite.py: 26 launches of about 8192 threads — strided, misaligned and broadcast
 loads, float64 and uint8 copies, shared tiles with padding and swizzles, 2-D blocks, partial warps,
 reductions with barriers and shuffles, atomics, device functions, local arrays), each run the ordinary
 way (``kernel[griddim, blockdim](*args)`` on the engine) and under ``trace`` with its defaults (line
@@ -34,7 +34,7 @@ os.environ.setdefault("COURSE_BACKEND", "cpu")
 import numpy as np  # noqa: E402
 
 import course  # noqa: E402
-from course.kernels.engine_suite import SUITE  # noqa: E402
+from course.validation.engine_suite import SUITE  # noqa: E402
 from course.trace import trace  # noqa: E402
 
 OUT = ROOT / "data" / "tracer_cost.json"

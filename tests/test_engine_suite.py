@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import course
-from course.kernels.engine_suite import SUITE
+from course.validation.engine_suite import SUITE
 
 CASES = [(name, shape) for name, k in SUITE.items() for shape in (k.shape,) + k.odd_shapes]
 

@@ -10,7 +10,7 @@ from numba import cuda, float32
 
 from course import engine
 from course import trace as tr
-from course.kernels import tracer_suite as S
+from course.validation import tracer_suite as S
 from course.trace import trace
 
 HAND = [c for c in S.NCU_CASES if c.expect]

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from course import engine
+
 # Kernel source rules: what a graded kernel may use (what compiles for a GPU, and nothing that could
 # reach the grader).  Used by check() for early, teaching messages and by the grader before it compiles
 # a learner's kernel in its own process.
@@ -200,15 +202,13 @@ def kernel_source_problems(kernel) -> list:
 
 
 def py_func(kernel):
-    for attr in ("py_func", "fn"):
-        f = getattr(kernel, attr, None)
-        if callable(f) and hasattr(f, "__code__"):
-            return f
-    return kernel if hasattr(kernel, "__code__") else None
+    """The Python function a kernel object wraps (the engine's rule), or None when there is none."""
+    try:
+        fn = engine.kernel_py_func(kernel)
+    except engine.KernelError:
+        return None
+    return fn if callable(fn) and hasattr(fn, "__code__") else None
 
 
 def is_device_function(value) -> bool:
-    cls = type(value).__name__
-    if cls == "FakeCUDAKernel":
-        return bool(getattr(value, "_device", False))
-    return cls == "CUDADispatcher" and bool(getattr(value, "targetoptions", {}).get("device"))
+    return engine.device_py_func(value) is not None

@@ -3,7 +3,7 @@
     python scripts/gpu/validate_tracer.py --out DIR             # on the H200: tracer (CPU) vs ncu (GPU), < 3 min
     python scripts/gpu/validate_tracer.py --out DIR --dry-run   # anywhere: the tracer side only
 
-Cases: ``NCU_CASES`` of ``course.kernels.tracer_suite`` and of every other ``course.kernels`` module that
+Cases: ``NCU_CASES`` of ``course.validation.tracer_suite`` and of every ``course.kernels`` module that
 has one (``--modules`` narrows the list).  Each case is one kernel launch.
 
 How (three processes, started by this one, which imports no numba itself):
@@ -87,6 +87,10 @@ def parse(argv=None):
 # Cases
 
 
+#: Suites kept apart from the teaching kernels of course.kernels, by the short name --modules uses.
+VALIDATION_MODULES = {"tracer_suite": "course.validation.tracer_suite"}
+
+
 def case_modules(selected: str) -> list:
     """Names of the course.kernels modules whose NCU_CASES are validated (tracer_suite first)."""
     if selected:
@@ -102,7 +106,7 @@ def load_cases(modules: list) -> tuple:
     cases, errors = [], {}
     for mod in modules:
         try:
-            m = importlib.import_module(f"course.kernels.{mod}")
+            m = importlib.import_module(VALIDATION_MODULES.get(mod, f"course.kernels.{mod}"))
             for c in getattr(m, "NCU_CASES", ()):
                 cases.append((mod, c))
         except Exception as exc:  # a broken module must not hide the others' results

@@ -1,0 +1,127 @@
+"""The layers of ``course/`` stay visible: no module over ~700 lines, no private name crossing a module boundary.
+
+A module's ``_name`` is its own business; what another module needs is public (no leading underscore), so
+that a change inside one module cannot silently break another.  Parsed with ``ast``, never imported.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+COURSE = ROOT / "course"
+MAX_LINES = 700
+#: Modules still over the limit, each with why; test_exemptions_are_still_needed fails once one is short enough.
+OVER_THE_LIMIT = {
+    "course/grade.py": "the grader (issue 17) is being rewritten; split it when that lands",
+    "course/bench.py": "the one harness for scripts/gpu (issue 19 item 4) is growing here; split it with that work",
+    "course/validation/race_suite.py": "a table of 53 cases (issue 16): split it by race kind",
+    "course/kernels/matmul.py": "chapter 09's kernels, now edited as a lab (issue 15): split with that work",
+    "course/kernels/reduction.py": "chapter 07's kernels, now edited as a lab (issue 15): split with that work",
+    "course/kernels/transpose.py": "chapter 05's kernels, now edited as a lab (issue 15): split with that work",
+}
+
+
+def _modules() -> dict:
+    """Dotted module name -> path, for every module of the course package."""
+    out = {}
+    for path in sorted(COURSE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _package_of(module: str, path: pathlib.Path) -> str:
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def private_reaches(module: str, source: str, path: pathlib.Path) -> list:
+    """``(line, text)`` for each private name of another course module that ``source`` imports or uses."""
+    tree = ast.parse(source)
+    bound = {}  # local name -> the course module it stands for
+    found = []
+    package = _package_of(module, path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import: resolve against this module's package
+                up = package.split(".")
+                up = up[: len(up) - (node.level - 1)]
+                base = ".".join(up + ([base] if base else []))
+            if not (base == "course" or base.startswith("course.")):
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                if full in MODULES:
+                    bound[alias.asname or alias.name] = full
+                elif _private(alias.name) and base != module:
+                    found.append((node.lineno, f"from {base} import {alias.name}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "course" or alias.name.startswith("course."):
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound["course"] = "course"
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+            continue
+        chain, value = [], node.value
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if not (isinstance(value, ast.Name) and value.id in bound):
+            continue
+        target = ".".join([bound[value.id], *reversed(chain)])
+        if target in MODULES and target != module:
+            found.append((node.lineno, f"{target}.{node.attr}"))
+    return sorted(found)
+
+
+def test_the_checker_sees_private_reaches():
+    here = COURSE / "trace" / "entry.py"
+    src = ("from course.engine import _state\nfrom course import engine as e\nimport course.engine\n"
+           "e._kernel_py_func(k)\ncourse.engine.launcher._order_seed\ne.launch(k)\nself._x\ne.__doc__\n")
+    assert private_reaches("course.trace.entry", src, here) == [
+        (1, "from course.engine import _state"),
+        (4, "course.engine._kernel_py_func"),
+        (5, "course.engine.launcher._order_seed"),
+    ]
+    # a module's own private names, attributes of objects and dunder names are fine
+    own = "from course.trace.entry import _engine_host\n"
+    assert private_reaches("course.trace.entry", own, here) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_private_name_crosses_a_module_boundary(module):
+    path = MODULES[module]
+    found = private_reaches(module, path.read_text(encoding="utf-8"), path)
+    assert not found, (f"{path.relative_to(ROOT)} reaches into another module's private names (make what it "
+                       f"needs public, or move the code): " + "; ".join(f"line {ln}: {t}" for ln, t in found))
+
+
+def _lengths() -> dict:
+    return {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in MODULES.values()}
+
+
+def test_no_module_is_over_700_lines():
+    long = {f: n for f, n in _lengths().items() if n > MAX_LINES and f not in OVER_THE_LIMIT}
+    assert not long, f"split these along their seams (see the README's layout table): {long}"
+
+
+def test_exemptions_are_still_needed():
+    lengths = _lengths()
+    done = [f for f in OVER_THE_LIMIT if lengths.get(f, 0) <= MAX_LINES]
+    assert not done, f"no longer over {MAX_LINES} lines (or gone): remove from OVER_THE_LIMIT: {done}"
