@@ -39,11 +39,12 @@ def test_inputs_are_fresh_and_include_edge_shapes():
     ex = E.get("05.transpose_padded")
     a = ex.make_inputs(np.random.default_rng(1))
     b = ex.make_inputs(np.random.default_rng(2))
-    shapes = [i.args[0].shape for i in a]
+    shapes = [i.args[0].shape[1:] for i in a]  # (batch, rows, cols): a batch of matrices
     assert (1, 1) in shapes and (17, 16) in shapes and (1, 33) in shapes and (37, 31) in shapes
+    assert any(i.args[0].shape[0] > 1 for i in a)  # a batch of more than one: blockIdx.z must matter
     assert not np.array_equal(a[1].args[0], b[1].args[0])  # same shape, new data
-    for inp in a:  # the expected answer is NumPy's transpose, and the output starts out unwritten
-        np.testing.assert_array_equal(inp.expected[1], inp.args[0].T)
+    for inp in a:  # the expected answer is NumPy's transpose of each matrix, and the output starts out unwritten
+        np.testing.assert_array_equal(inp.expected[1], np.transpose(inp.args[0], (0, 2, 1)))
         assert np.isnan(inp.args[1]).all()
     sizes = [i.args[3] for i in E.get("01.vector_add").make_inputs(np.random.default_rng(0))]
     assert 1 in sizes and 127 in sizes and 257 in sizes and any(n % E.catalogue.ch01.VEC_TPB for n in sizes)
@@ -79,14 +80,14 @@ def test_off_by_one_guards():
 def matrix_add_swapped(a, b, out):
     row, col = cuda.grid(2)  # x taken as the row
     if row < out.shape[0] and col < out.shape[1]:
-        out[row, col] = a[row, col] + b[row, col]
+        out[row, col] = a[row, col] + b[col]
 
 
 @cuda.jit
 def matrix_add_square_only(a, b, out):
     col, row = cuda.grid(2)
     if row < out.shape[0] and col < out.shape[0]:
-        out[row, col] = a[row, col] + b[row, col]
+        out[row, col] = a[row, col] + b[col]
 
 
 def test_swapped_indices_and_square_only():
@@ -103,15 +104,16 @@ def transpose_pad34(src, dst):
     tile = cuda.shared.array((TILE, TILE + 2), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
+    b = cuda.blockIdx.z
     row = cuda.blockIdx.y * TILE + ty
     col = cuda.blockIdx.x * TILE + tx
-    if row < src.shape[0] and col < src.shape[1]:
-        tile[ty, tx] = src[row, col]
+    if row < src.shape[1] and col < src.shape[2]:
+        tile[ty, tx] = src[b, row, col]
     cuda.syncthreads()
     out_row = cuda.blockIdx.x * TILE + ty
     out_col = cuda.blockIdx.y * TILE + tx
-    if out_row < dst.shape[0] and out_col < dst.shape[1]:
-        dst[out_row, out_col] = tile[tx, ty]
+    if out_row < dst.shape[1] and out_col < dst.shape[2]:
+        dst[b, out_row, out_col] = tile[tx, ty]
 
 
 def test_padding_34_is_a_two_way_conflict():
@@ -181,10 +183,15 @@ def test_divergent_warps_cost_a_point_even_when_the_result_is_right():
     assert "8 of 8 warp executions split" in failed[0].detail
 
 
-def test_array_of_structs_indexing_is_caught():
-    from course.kernels import memory
+@cuda.jit
+def kinetic_energy_aos(q, e):
+    i = cuda.grid(1)  # q[i, field] on an (8, n) array: the array-of-structs order
+    if i < q.shape[1]:
+        e[i] = float32(0.5) * q[i, 6] * (q[i, 3] * q[i, 3] + q[i, 4] * q[i, 4] + q[i, 5] * q[i, 5])
 
-    v = E.judge(E.get("03.advance_soa"), memory.advance_aos, seed=0)  # p[i, X] on an (8, n) array
+
+def test_array_of_structs_indexing_is_caught():
+    v = E.judge(E.get("03.kinetic_energy"), kinetic_energy_aos, seed=0)
     assert v.status == "error" and "out of bounds" in v.message and "wrong order" in v.hint
 
 
@@ -203,7 +210,7 @@ def test_check_prints_a_verdict_and_strict_mode_raises(capsys, monkeypatch):
     v = E.check("05.transpose_padded", transpose_pad34, seed=0)
     out = capsys.readouterr().out
     assert "05.transpose_padded: PARTIAL" in out and "FAIL no bank conflicts on the tile read" in out
-    assert "hint:" in out and "input 64x96" in out
+    assert "hint:" in out and "input 2 x 32x64" in out
     assert v.score == v.max_score - 1
     monkeypatch.setenv("COURSE_STRICT", "1")
     with pytest.raises(AssertionError, match="did not pass"):
@@ -302,69 +309,83 @@ def test_committed_exercise_notebooks_carry_no_outputs():
         assert nb.metadata["course"]["exercises"], p
 
 
-# --- chapters 06-10: one exercise each -------------------------------------------------------------
-
-NEW_EXERCISES = {6: "06.scale_grid_stride", 7: "07.tree_sum", 8: "08.scale_chunk", 9: "09.matmul_tiled",
-                 10: "10.matmul_fixed"}
+# --- every exercise's solution (solutions/*.ipynb) gets full marks --------------------------------
 
 
-def _solution_kernel(name):
-    """The kernel that solutions/<chapter>.ipynb defines for exercise ``name`` (its imports and solution cells run)."""
+def _solution_function(name):
+    """The function that solutions/<chapter>.ipynb defines for exercise ``name`` (its imports and solution cells run)."""
     from course.chapters import CHAPTERS
 
     ex = E.get(name)
     chapter = next(c for c in CHAPTERS if c.number == ex.chapter)
-    nb = nbformat.read(ROOT / "solutions" / chapter.file, as_version=4)
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    return _run_definitions(ROOT / "solutions" / chapter.file)[ex.target]
+
+
+def _run_definitions(path):
+    """Run a notebook's code cells in order, except the show(...) and check(...) calls: its definitions."""
+    nb = nbformat.read(path, as_version=4)
     scope = {}
-    for src in [code[0]] + [s for s in code if "# BEGIN SOLUTION" in s and f"def {ex.target}(" in s]:
-        exec(compile(src, f"solutions/{chapter.file}", "exec"), scope)
-    return scope[ex.target]
+    for c in nb.cells:
+        if c.cell_type == "code" and not c.source.lstrip().startswith(("show(", "check(")):
+            exec(compile(c.source, str(path.relative_to(ROOT)), "exec"), scope)
+    return scope
 
 
-def test_chapters_06_to_10_each_have_an_exercise_and_a_solution_notebook():
+def test_every_chapter_has_its_exercises_in_its_solution_notebook():
     from course.chapters import CHAPTERS
 
     files = {c.number: c.file for c in CHAPTERS}
-    for ch, name in NEW_EXERCISES.items():
-        assert name in [ex.name for ex in E.by_chapter(ch)]
+    for ch in range(1, 11):
+        names = [ex.name for ex in E.by_chapter(ch)]
+        assert len(names) >= 3, (ch, names)
         nb = nbformat.read(ROOT / "solutions" / files[ch], as_version=4)
-        assert nb.metadata["course"]["exercises"] == [ex.name for ex in E.by_chapter(ch)]
+        assert nb.metadata["course"]["exercises"] == names
         assert (ROOT / "exercises" / files[ch]).is_file()
 
 
-@pytest.mark.parametrize("name", list(NEW_EXERCISES.values()))
-def test_solution_notebook_kernels_get_full_marks(name):
+@pytest.mark.parametrize("name", list(E.EXERCISES))
+def test_solution_notebook_functions_get_full_marks(name):
     ex = E.get(name)
-    v = E.judge(ex, _solution_kernel(name), seed=2)
+    v = E.judge(ex, _solution_function(name), seed=2)
     assert v.status == "pass" and v.score == ex.max_score, str(v)
 
 
+@pytest.mark.parametrize("name", list(E.EXERCISES))
+def test_untouched_exercise_notebook_scores_zero(name):
+    # the stub that exercises/ holds (solution blocks stripped), judged as the notebook's check() would
+    from course.chapters import CHAPTERS
+
+    ex = E.get(name)
+    chapter = next(c for c in CHAPTERS if c.number == ex.chapter)
+    v = E.judge(ex, _run_definitions(ROOT / "exercises" / chapter.file)[ex.target], seed=0)
+    assert v.status == "not attempted" and v.score == 0, str(v)
+
+
 @cuda.jit
-def scale_one_per_thread(x, out, factor):
+def clamp_one_per_thread(x, out, lo, hi):
     i = cuda.grid(1)  # no loop: right only while n fits in the grid
     if i < x.shape[0]:
-        out[i] = x[i] * factor
+        out[i] = min(max(x[i], lo), hi)
 
 
 @cuda.jit
-def scale_contiguous_runs(x, out, factor):
+def clamp_contiguous_runs(x, out, lo, hi):
     # each thread walks its own run of ceil(n / threads) elements: correct, but lanes are a run apart
     threads = cuda.gridsize(1)
     per = (x.shape[0] + threads - 1) // threads
     start = cuda.grid(1) * per
     for i in range(start, min(start + per, x.shape[0])):
-        out[i] = x[i] * factor
+        out[i] = min(max(x[i], lo), hi)
 
 
 def test_grid_stride_without_the_loop_or_with_runs_fails():
-    ex = E.get("06.scale_grid_stride")
-    v = E.judge(ex, scale_one_per_thread, seed=0)
+    ex = E.get("06.clamp_grid_stride")
+    v = E.judge(ex, clamp_one_per_thread, seed=0)
     # 256 threads: n=1, 131 and 256 are right, n=257 leaves element 256 unwritten
     assert v.status == "fail" and v.score == 0
     assert "n=257" in v.message and "out[256] is NaN: never written" in v.message
     assert "next one" in v.hint
-    v = E.judge(ex, scale_contiguous_runs, seed=0)
+    v = E.judge(ex, clamp_contiguous_runs, seed=0)
     assert v.results[0].passed and v.status == "partial", str(v)
     failed = {r.what: r.detail for r in v.results if not r.passed}
     # n=1024 over 256 threads: runs of 4 floats, lanes 16 bytes apart: 512 bytes = 16 sectors per request
@@ -413,47 +434,3 @@ def test_chunk_kernel_must_keep_to_its_chunk():
     # the first input's chunk is element 0 only; its block of 128 threads also writes elements 1..127
     assert v.status == "fail" and "start=0, count=1" in v.message and "127 of 1000 elements wrong" in v.message
     assert "other chunks" in v.hint
-
-
-@cuda.jit
-def matmul_tiles_rounded_down(a, b, c):
-    # the seed's k // TILE tiles, with guarded loads and store: the last k % TILE terms are lost
-    As = cuda.shared.array((16, 16), float32)
-    Bs = cuda.shared.array((16, 16), float32)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    row = cuda.blockIdx.y * 16 + ty
-    col = cuda.blockIdx.x * 16 + tx
-    s = float32(0)
-    for t in range(a.shape[1] // 16):
-        As[ty, tx] = a[row, t * 16 + tx] if row < a.shape[0] else float32(0)
-        Bs[ty, tx] = b[t * 16 + ty, col] if col < b.shape[1] else float32(0)
-        cuda.syncthreads()
-        for k in range(16):
-            s += As[ty, k] * Bs[k, tx]
-        cuda.syncthreads()
-    if row < c.shape[0] and col < c.shape[1]:
-        c[row, col] = s
-
-
-def test_tiled_matmul_wrong_on_odd_k_or_without_tiles_fails():
-    from course.kernels import matmul
-
-    ex = E.get("09.matmul_tiled")
-    v = E.judge(ex, matmul_tiles_rounded_down, seed=0)
-    # k < 16 (1x1 @ 1x1, 1x33 @ 33x5 loses 1 term): tiles missing, so some element of c is wrong
-    assert v.status == "fail" and "correct result" in v.message and "rounded up" in v.hint
-    v = E.judge(ex, matmul.naive, seed=0)  # right everywhere, but no shared memory
-    assert v.results[0].passed and v.status == "partial", str(v)
-    failed = {r.what for r in v.results if not r.passed}
-    assert failed == {"uses shared memory (共享内存)", "no bank conflicts on the tile reads (存储体冲突)"}, str(v)
-
-
-def test_planted_missing_barrier_fails_with_the_race():
-    from course.kernels import matmul
-
-    for name in ("10.matmul_fixed", "09.matmul_tiled"):
-        v = E.judge(E.get(name), matmul.tiled_missing_sync, seed=0)
-        assert v.status == "fail" and v.score == 0, str(v)
-        assert "no race between threads" in v.message and "no syncthreads() between" in v.message
-        assert "wait" in v.hint and "syncthreads" not in v.hint

@@ -1,0 +1,181 @@
+"""Wrong solutions fail for the right reason: one plausible mistake per exercise in each fixture notebook.
+
+tests/fixtures/submissions/wrong/wrong_kernels_a.ipynb and wrong_kernels_b.ipynb hold, for every exercise
+added by issue 15 (and the changed ones), a wrong answer named as the exercise asks, with a comment that says
+what is wrong. Each is judged the way the grader judges a submission: found in the notebook's source,
+linted, compiled in this process (course.grade.scan / judge_one; host code with course.exercises.host
+.compile_host), then judged. The expected status and the words that must appear in the verdict come from
+what each mistake is, written here by hand, not from the grader's output.
+"""
+
+import pathlib
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import exercises as E
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WRONG = ROOT / "tests" / "fixtures" / "submissions" / "wrong"
+
+# exercise -> (status, words the message must contain, words the hint must contain) for each fixture
+EXPECT_A = {
+    "01.saxpy": ("fail", ["correct result", "n=1"], ["alpha"]),
+    "01.reverse": ("error", ["out of bounds", "n=1"], ["negative"]),
+    "01.matrix_add": ("error", ["out of bounds", "17x16"], ["column"]),
+    "02.count_positive": ("partial", ["few global atomics", "want at most 32"], ["lane"]),
+    "02.warp_sum_fixed": ("partial", ["no race between threads", "s[t] += s[t + offset]"], ["lockstep"]),
+    "03.kinetic_energy": ("error", ["out of bounds", "q[i, VX]"], ["wrong order"]),
+    "03.column_sums": ("partial", ["16.00 sectors per request"], ["neighbours"]),
+    "03.aos_to_soa": ("partial", ["coalesced global loads", "32.00 sectors per request"], ["float k"]),
+    "04.stencil_1d": ("partial", ["uses shared memory", "reads global memory about once"], ["tile"]),
+    "04.histogram": ("partial", ["uses shared memory", "4096 atomic operations"], ["shared"]),
+    "05.transpose_padded": ("fail", ["never written", "2 x 17x16"], ["blockIdx.z"]),
+    "05.transpose_swizzled": ("partial", ["4224 bytes of shared memory"], ["swizzle"]),
+    "05.transpose_mine": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["store"]),
+    "06.clamp_grid_stride": ("partial", ["16.00 sectors per request"], ["jump"]),
+    "06.sum_grid_stride": ("partial", ["4096 atomic operations", "want at most 256"], ["register"]),
+    "06.stencil_2d": ("partial", ["uses shared memory", "reads global memory about once"], ["tile"]),
+    "07.block_sums_shuffle": ("partial", ["1024 bytes of shared memory", "want at most 128"], ["registers"]),
+    "07.inclusive_scan": ("fail", ["correct result", "no race between threads"], ["wait"]),
+    "08.dot_mapped": ("partial", ["4096 atomic operations", "want at most 4"], ["block"]),
+    "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
+    "09.matvec": ("partial", ["32.00 sectors per request"], ["neighbouring columns"]),
+    "09.matmul_abt": ("partial", ["no bank conflicts on the tile reads", "3-way bank conflict"], ["bank"]),
+    "09.sgemm_regtile": ("partial", ["2048 shared-memory load requests", "want at most 1024"], ["two multiply-adds"]),
+    "10.scale_rows_fixed": ("partial", ["coalesced global loads", "coalesced global stores"], ["trace"]),
+    "10.block_reverse_fixed": ("fail", ["no race between threads", "out[i] = s[count - 1 - t]"], ["wait"]),
+    "10.softmax_rows": ("fail", ["correct result", "large values"], ["maximum"]),
+}
+EXPECT_B = {
+    "01.saxpy": ("error", ["out of bounds", "n=1"], ["x.shape[0]"]),
+    "01.reverse": ("fail", ["never written", "n=131"], ["by hand"]),
+    "02.count_positive": ("fail", ["correct result", "expected 1"], ["only one lane"]),
+    "02.warp_sum_fixed": ("fail", ["correct result", "no race between threads"], ["wait"]),
+    "03.kinetic_energy": ("fail", ["correct result", "n=1"], ["vx"]),
+    "03.column_sums": ("fail", ["correct result", "17x16"], ["all rows"]),
+    "03.aos_to_soa": ("error", ["out of bounds", "q[i, f]"], ["8n floats"]),
+    "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
+    "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
+    "05.transpose_padded": ("partial", ["2.00 wavefronts per request", "2-way bank conflict"], ["bank"]),
+    "05.transpose_swizzled": ("fail", ["never written", "no race between threads"], ["wait"]),
+    "05.transpose_mine": ("fail", ["never written", "1x33"], ["tile row and column"]),
+    "06.clamp_grid_stride": ("fail", ["n=257", "out[256] is NaN: never written"], ["next one"]),
+    "06.sum_grid_stride": ("fail", ["correct result", "n=257"], ["exactly once"]),
+    "06.stencil_2d": ("fail", ["correct result", "1x33"], ["halo"]),
+    "07.block_sums_shuffle": ("fail", ["correct result", "n=33"], ["shuffle"]),
+    "07.inclusive_scan": ("fail", ["correct result", "n=1"], ["2d elements"]),
+    "08.dot_mapped": ("partial", ["reads global memory about once", "want at most 1024"], ["neighbouring"]),
+    "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
+    "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),
+    "09.matmul_abt": ("partial", ["coalesced global loads", "10.00 sectors per request"], ["contiguous along k"]),
+    "09.sgemm_regtile": ("partial", ["coalesced global stores", "8.00 sectors per request"], ["spacing"]),
+    "10.scale_rows_fixed": ("fail", ["correct result", "17x16"], ["w[r]"]),
+    "10.block_reverse_fixed": ("error", ["out of bounds", "s[t] = x[i]"], ["past the end"]),
+    "10.softmax_rows": ("partial", ["512 bytes of shared memory", "want at most 0"], ["shuffles"]),
+}
+
+
+def _judged(path):
+    from course.exercises import host
+    from course.grade import judge_one, scan
+
+    nb = nbformat.read(path, as_version=4)
+    found = scan(nb)
+    rows = {}
+    for name in nb.metadata["course"]["exercises"]:
+        ex = E.get(name)
+        if ex.host:  # host code: what the grader compiles (course.exercises.host.compile_host), then judged
+            node = found.defs[ex.target][1]
+            v = E.judge(ex, host.compile_host(node, f"<{path.name}>"), seed=0, lint=False)
+            rows[name] = {"status": v.status, "score": v.score, "max_score": v.max_score, "message": v.message,
+                          "hint": v.hint}
+        else:
+            rows[name] = judge_one(found, ex, launch_timeout=20)
+    return rows
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # softmax without its maximum overflows, as it should
+@pytest.mark.parametrize("which, expect", [("a", EXPECT_A), ("b", EXPECT_B)], ids=["a", "b"])
+def test_wrong_solutions_fail_for_the_right_reason(which, expect):
+    path = WRONG / f"wrong_kernels_{which}.ipynb"
+    rows = _judged(path)
+    assert set(rows) == set(expect)
+    problems = []
+    for name, (status, words, hint_words) in expect.items():
+        r = rows[name]
+        msg, hint = " ".join(r["message"].split()), " ".join(r.get("hint", "").split())
+        if r["status"] != status or int(r["score"]) >= int(r["max_score"]):
+            problems.append(f"{name}: {r['status']} {r['score']}/{r['max_score']}, expected {status}: {msg}")
+        problems += [f"{name}: {w!r} not in the message: {msg}" for w in words if w not in msg]
+        problems += [f"{name}: {w!r} not in the hint: {hint}" for w in hint_words if w not in hint]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_new_exercise_has_two_wrong_fixtures_or_a_test():
+    import json
+
+    listed = {which: set(json.loads((WRONG / f"wrong_kernels_{which}.ipynb").read_text())["metadata"]["course"]
+                         ["exercises"]) for which in "ab"}
+    # 01.matrix_add's second wrong answer is mixed_wrong.ipynb's (and tests/test_exercises.py's)
+    older = {"01.vector_add", "02.even_odd_paths", "04.row_sums", "07.tree_sum", "08.scale_chunk"}
+    for name in set(E.EXERCISES) - older:
+        assert name in listed["a"], name
+        assert name in listed["b"] or name == "01.matrix_add", name
+
+
+# --- 05.transpose_mine: timed against the device copy on a GPU, tracer properties only on the CPU ----------
+
+
+def test_transpose_mine_scores_the_fraction_of_the_copy_reached(monkeypatch):
+    from course.exercises.catalogue import ch05
+
+    tiers = [ch05.reaches_copy(f) for f in ch05.MINE_TIERS]
+    for copy_ms, mine_ms, want in [(1.0, 1.1, [True, True]), (1.0, 1.6, [True, False]), (1.0, 2.5, [False, False])]:
+        monkeypatch.setattr(ch05, "_TIMED", lambda kernel, c=copy_ms, m=mine_ms: (c, m))
+        got = [p.measure(None, {"kernel": object()})[0] for p in tiers]
+        assert got == want, (copy_ms, mine_ms, got)
+    detail = tiers[0].measure(None, {"kernel": object()})[1]
+    assert "0.40 of the device copy's bandwidth" in detail and "want at least 0.5" in detail
+
+    def broken(kernel):
+        raise RuntimeError("transpose_mine: 5 of 67108864 elements differ from the NumPy reference")
+
+    monkeypatch.setattr(ch05, "_TIMED", broken)
+    ok, detail = tiers[0].measure(None, {"kernel": object()})
+    assert not ok and "not timed" in detail and "differ from the NumPy reference" in detail
+
+
+def test_transpose_mine_is_timed_only_on_a_gpu():
+    from course.backend import on_gpu
+
+    ex = E.get("05.transpose_mine")
+    timed = [p for p in ex.properties if "device copy" in p.name]
+    assert len(timed) == (2 if on_gpu() else 0)
+    assert "timing" in ex.task and "CPU" in ex.task  # the task says what a CPU backend does not judge
+
+
+@pytest.mark.skipif("not __import__('course.backend', fromlist=['on_gpu']).on_gpu()",
+                    reason="timing needs a GPU: on the CPU the tracer's properties are judged instead")
+def test_on_a_gpu_the_solution_reaches_the_copy_and_a_naive_transpose_does_not():
+    from test_exercises import _solution_function
+
+    ex = E.get("05.transpose_mine")
+    v = E.judge(ex, _solution_function("05.transpose_mine"), seed=0)
+    timed = [r for r in v.results if "device copy" in r.what]
+    assert len(timed) == 2 and timed[0].passed, str(v)
+
+
+def test_the_pipeline_schedule_model():
+    from course.exercises.host import schedule
+
+    # three equal steps per chunk: serially 3 chunks x 3 = 9; over 3 streams with pinned copies the engines overlap
+    chunk = lambda s: [("h2d", s, True, 2, (1, 0, 1)), ("kernel", s, [], 4), ("d2h", s, True, 2, (2, 0, 1))]
+    t, serial, _ = schedule([op for s in (1, 2, 3) for op in chunk(s)])
+    assert serial == 18 and t == 10  # 2 to fill + 3 chunks x 2 + 2 to drain
+    t, serial, _ = schedule([op for s in (1, 1, 1) for op in chunk(s)])  # one stream: in order, no overlap
+    assert t == serial == 18
+    pageable = [("h2d", s, False, 2, (1, 0, 1)) if op[0] == "h2d" else op for s in (1, 2, 3) for op in chunk(s)]
+    t, serial, _ = schedule(pageable)  # a pageable copy waits for everything before it
+    assert t > 10 and np.isclose(serial, 18)
