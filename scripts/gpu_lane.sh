@@ -47,7 +47,7 @@ for step in $WHAT; do
       # issue 14's measurements in full (records to import), then every other scripts/gpu benchmark with small
       # sizes into verify/ (the harness re-run: checks pass and records are written; not for import), all
       # within about 8 minutes: a script that would start after LANE_BUDGET_S is skipped and said so
-      start=$(date +%s); budget=${LANE_BUDGET_S:-430}
+      start=$(date +%s); budget=${LANE_BUDGET_S:-400}
       mkdir -p "$LANE/verify"
       while read -r dir limit s args; do
         [ -n "$s" ] || continue
@@ -59,15 +59,15 @@ for step in $WHAT; do
         tail -8 "$log"
       done <<'LIST'
 measurements 150 scripts/gpu/measure_probes.py
-measurements 100 scripts/gpu/measure_memory.py
+measurements 150 scripts/gpu/measure_memory.py
 measurements 90 scripts/gpu/bench_transfers.py --reps 5
 measurements 40 scripts/gpu/measure_warps.py
 verify 40 scripts/gpu/bench_shared_memory.py --reps 3
-verify 60 scripts/gpu/bench_reduction.py --no-sweep --reps 3
-verify 60 scripts/gpu/measure_occupancy.py --reps 3
-verify 45 scripts/gpu/profile_case_study.py --size 1024 --reps 3
-verify 45 scripts/gpu/bench_matmul.py --no-sweep --size 2048 --reps 2 --budget 20
-verify 45 scripts/gpu/bench_transpose.py --no-sweep --no-ncu --reps 3
+verify 50 scripts/gpu/bench_reduction.py --no-sweep --reps 3
+verify 50 scripts/gpu/measure_occupancy.py --reps 3
+verify 50 scripts/gpu/profile_case_study.py --size 1024 --reps 3 --deadline 35
+verify 40 scripts/gpu/bench_matmul.py --no-sweep --size 2048 --reps 2 --budget 20
+verify 40 scripts/gpu/bench_transpose.py --no-sweep --no-ncu --reps 3
 LIST
       echo "measure step: $(( $(date +%s) - start )) s" ;;
     *) python3 "$step" --out "$LANE/measurements" 2>&1 | tee "$LANE/$(basename "$step" .py).log" || status=1 ;;

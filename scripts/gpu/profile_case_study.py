@@ -56,6 +56,7 @@ from course.bench import Script  # noqa: E402
 
 def arguments(ap):
     ap.add_argument("--size", type=int, default=2048, help="M = N = K of the profiled product")
+    ap.add_argument("--deadline", type=float, default=140.0, help="seconds after the start by which ncu must stop")
     ap.add_argument("--target", default="", help=argparse_suppress())  # internal: what a child process runs
 
 
@@ -476,7 +477,7 @@ def cpu_view():
     log(f"  tracer on tiled_missing_sync: {len(races)} racing line pairs; {int(MM.wrong_elements(c, a, b).sum())} wrong elements")
 
 
-DEADLINE = 140.0  # seconds after the start: the whole script must finish within about 150 s
+DEADLINE = ARGS.deadline  # seconds after the start (default 140): the whole script must finish within about 150 s
 guarded("timing", timing)
 guarded("compute-sanitizer", sanitizer)  # before ncu: two short runs, certain to fit
 guarded("nsight compute", nsight_compute)
