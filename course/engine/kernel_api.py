@@ -434,7 +434,9 @@ class EngineCUDAModule:
 
     # -- bit and math intrinsics (as numba's simulator, integers as on the GPU) ------------------
     def popc(self, val):
-        return bin(int(val) & 0xFFFFFFFFFFFFFFFF).count("1")
+        # a NumPy integer counts its own width (popc of an int32 -1, e.g. a full ballot, is 32 as on a GPU)
+        bits = 8 * val.itemsize if hasattr(val, "itemsize") else 64
+        return bin(int(val) & ((1 << bits) - 1)).count("1")
 
     def brev(self, val):
         bits = int_bits(val)

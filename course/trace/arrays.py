@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,31 @@ def _offset(addr, idx, strides):
     return addr + int(idx) * strides[0]
 
 
+# The fifth int of a record: the thread's warp-sync count (low 24 bits) and, for a store, what it wrote
+# (above them): an even number from the value's hash, or an odd number never repeated when the value cannot be
+# hashed (arrays, records, bytes of a packed field).  Two stores that wrote one value (a flag set by many
+# threads) are then a benign race, which racecheck does not report.  Loads and atomics: 0.
+WS_BITS = 24
+_HASH_MASK = (1 << 37) - 1
+_unique = itertools.count(1)
+
+
+def value_bits(value):
+    """The store's value part of a record's fifth int (already shifted past the warp-sync count)."""
+    try:
+        h = hash(value)
+    except TypeError:
+        return ((next(_unique) << 1) | 1) << WS_BITS
+    if h == -2:  # CPython hashes -1 and -2 alike
+        h = hash(value + 0.5)
+    return (h & _HASH_MASK) << (WS_BITS + 1)
+
+
+def unique_bits():
+    """A store whose value is not compared: never equal to another."""
+    return ((next(_unique) << 1) | 1) << WS_BITS
+
+
 def make_array_class(rec: Recorder):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
@@ -36,6 +62,7 @@ def make_array_class(rec: Recorder):
     numbers = _engine.NUMBER_TYPES  # NumPy scalar types: stored as they are
     kcode = rec.kcode
     traced = TRACED_SPACES
+    hash_mask, vshift = _HASH_MASK, WS_BITS + 1
 
     def init(arr):
         # per view: (descriptor * 4, byte address of the view's first element, strides, shared?)
@@ -71,7 +98,7 @@ def make_array_class(rec: Recorder):
         addr = o + idx * strides[0] if idx.__class__ is int else _offset(o, idx, strides)
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ts = cur[0]._ts
-        extend((d + op, key, ts.tid, addr, ts.warp_syncs if shared else 0))
+        extend((d + op, key, ts.tid, addr, ts.warp_syncs | (unique_bits() if op == ST else 0)))
 
     base = _engine.KernelArray
     get = base._get
@@ -118,8 +145,7 @@ def make_array_class(rec: Recorder):
                     return TracedRecord(v._v, self, addr)
             frame = getframe(1)
             ts = cur[0]._ts
-            extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
-                    ts.warp_syncs if shared else 0))
+            extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr, ts.warp_syncs))
             return v
 
         def __setitem__(self, idx, value):
@@ -147,8 +173,11 @@ def make_array_class(rec: Recorder):
                         self._set(idx, value)
                     frame = getframe(1)
                     ts = cur[0]._ts
+                    h = hash(value)
+                    if h == -2:  # CPython hashes -1 and -2 alike
+                        h = hash(value + 0.5)
                     extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
-                            addr + off, ts.warp_syncs if shared else 0))
+                            addr + off, ts.warp_syncs | ((h & hash_mask) << vshift)))
                     return
             self._set(idx, value)
             if vc is TracedRecord:  # a whole record copied: its fields are loaded one by one
@@ -173,7 +202,7 @@ def make_array_class(rec: Recorder):
             if a.dtype.fields and not analysis.is_vector_dtype(a.dtype):
                 return _bytewise(self, addr, ST, frame)
             extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
-                    ts.warp_syncs if shared else 0))
+                    ts.warp_syncs | value_bits(value)))
 
         def _atomic(self, idx, fn):
             old = base._atomic(self, idx, fn)
@@ -207,7 +236,7 @@ def make_array_class(rec: Recorder):
             if dtype.isalignedstruct:  # np.dtype(..., align=True): one access of the field's size
                 ts = cur[0]._ts
                 extend(((rec.desc_of(arr, name) << 2) + op, frame.f_lasti if frame.f_code is kcode else far(frame),
-                        ts.tid, addr, ts.warp_syncs if arr.space == "shared" else 0))
+                        ts.tid, addr, ts.warp_syncs | (unique_bits() if op == ST else 0)))
                 return
             # a packed record (NumPy's default) has alignment 1 for numba: the GPU code moves a field byte
             # by byte (LDG.E.U8 per byte, seen in the SASS)
@@ -244,7 +273,7 @@ def make_array_class(rec: Recorder):
             return
         ts = cur[0]._ts
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
-        ws = ts.warp_syncs if arr.space == "shared" else 0
+        ws = ts.warp_syncs | (unique_bits() if op == ST else 0)
         d = (rec.desc_of(arr, field, 1) << 2) + op
         for b in range(arr.a.dtype.itemsize if nbytes is None else nbytes):
             extend((d, key, ts.tid, addr + b, ws))

@@ -19,7 +19,7 @@ from course.analysis_vectorised import (
     shared_cost,
     warp_of,
 )
-from course.trace.arrays import make_array_class
+from course.trace.arrays import WS_BITS, make_array_class
 from course.trace.records import (
     ATOM,
     LD,
@@ -27,8 +27,10 @@ from course.trace.records import (
     R_ADDR,
     R_OP,
     R_SITE,
+    R_SPACE,
     R_SIZE,
     R_TID,
+    R_VAL,
     R_WSYNC,
     SPLIT_COMPLEX,
     ST,
@@ -39,7 +41,7 @@ from course.trace.sites import site_code, site_id, site_line
 #
 # The hot path (every element access) appends five integers to one flat list and nothing else:
 #   d = 4 * (array descriptor) + op (0 load, 1 store, 2 atomic), site key, thread id, byte address,
-#   warp-sync epoch (shared memory only; 0 for global).
+#   warp-sync epoch (syncwarp()s the thread passed) and, above it, the value a store wrote (trace.arrays).
 # The site key is ``f_lasti`` for accesses in the kernel itself, or a registered number (>= 2**20)
 # for accesses in device functions (innermost frame plus its callers).  Everything else (sites,
 # occurrences, warps, costs, races, divergence) is worked out with NumPy for many blocks at once, in
@@ -95,7 +97,11 @@ class Recorder:
         self.site_stats: dict = {}  # (space, op, site) -> [requests, cost, worst, ideal, names, size]
         self.kept: dict = {}  # block -> dict of NumPy columns (detail blocks only)
         self._kept_rows: dict = {}
-        self.races: dict = {}
+        self.races: dict = {}  # (site, op) pair -> [space, block, {severity: (first, second)}, places, errors, warnings, benign]
+        self.block_syncs: dict = {}  # block -> {tid: [syncwarp event ids, in order]} (blocks with syncwarps only)
+        self.global_rows: list = []  # per chunk: global accesses, one row per (word, block, op), for races between blocks
+        self._global_done = False
+        self._block_base = 0  # launch-wide number of the first block of the chunk being analysed
         self.div_steps = 0
         self.div_active = 0
         self.branches: dict = {}  # line -> [warp executions, divergent ones, {next line: lanes}]
@@ -128,6 +134,14 @@ class Recorder:
         self.bar_marks.append(len(self.flat) // 5)
 
     def end_block(self, block):
+        lau = _engine.launch_state()
+        if lau is not None and lau.sync_log:  # the warp syncs of this block: who took part in which, in order
+            per: dict = defaultdict(list)
+            for eid, tids in lau.sync_log:
+                for t in tids:
+                    per[t].append(eid)
+            self.block_syncs[block] = dict(per)
+            lau.sync_log.clear()
         self._collect_lines()
         self.chunk.append((block, self._start[0], len(self.flat) // 5, self._start[1], self.n_line))
         if len(self.flat) + 2 * self.n_line > _CHUNK:
@@ -217,6 +231,8 @@ class Recorder:
     # ---- analysis of a chunk of blocks
     def _process(self, raw, bi):
         D, K, T, A, WS = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3], raw[:, 4]
+        VAL = WS >> WS_BITS
+        WS = WS & ((1 << WS_BITS) - 1)
         n = len(D)
         descs = self.descs
         dsh = np.array([d.shared for d in descs], dtype=np.int64)
@@ -234,8 +250,8 @@ class Recorder:
             rep = 1 + split.astype(np.int64)
             idx = np.repeat(np.arange(n), rep)
             sub = np.arange(len(idx)) - (np.cumsum(rep) - rep)[idx]
-            D, K, T, A, WS, di, op, shared, size, epoch, split, bi = (
-                x[idx] for x in (D, K, T, A, WS, di, op, shared, size, epoch, split, bi))
+            D, K, T, A, WS, VAL, di, op, shared, size, epoch, split, bi = (
+                x[idx] for x in (D, K, T, A, WS, VAL, di, op, shared, size, epoch, split, bi))
             part = np.where(split, sub + 1, 0)
             size = np.where(split, size // 2, size)
             A = A + np.where(part == 2, size, 0)
@@ -255,8 +271,8 @@ class Recorder:
         if self.compiler_mode is not False and shared.any():
             keep, size = self._merge_vectors(gt, site, op, shared, size, A, epoch)
             if keep is not None:
-                D, K, T, A, WS, di, op, shared, size, epoch, bi, site, part, gt = (
-                    x[keep] for x in (D, K, T, A, WS, di, op, shared, size, epoch, bi, site, part, gt))
+                D, K, T, A, WS, VAL, di, op, shared, size, epoch, bi, site, part, gt = (
+                    x[keep] for x in (D, K, T, A, WS, VAL, di, op, shared, size, epoch, bi, site, part, gt))
                 n = len(D)
         us_, sc = np.unique(site, return_inverse=True)  # compact site numbers for packing keys
         occ = occurrence(gt * (int(sc.max()) + 1) + sc)
@@ -298,13 +314,26 @@ class Recorder:
             st[3] += int(isum[j])
             st[4] |= names[j]
         cols = dict(op=op, shared=shared, di=di, site=site, tid=T, occ=occ, addr=A, size=size, epoch=epoch, ws=WS,
-                    bi=bi)
+                    bi=bi, val=VAL)
         bounds = np.searchsorted(bi, np.arange(len(self.chunk) + 1))
         for j, c in enumerate(self.chunk):
             if self._keep(c[0]) and bounds[j] < bounds[j + 1]:
                 self.kept[c[0]] = {k: v[bounds[j]:bounds[j + 1]] for k, v in cols.items()}
-        if s.any() and (op[s] != LD).any():
-            self._find_races(cols, s)
+        # races inside a block: shared memory, and global arrays this chunk writes (other global arrays are only
+        # read here; a race with another block's write is found by global_races() from the rows kept below)
+        wr = op != LD
+        if wr.any():
+            cand = s.copy()
+            gw = wr & g
+            if gw.any():
+                lut = np.zeros(len(descs), dtype=bool)
+                lut[np.unique(di[gw])] = True
+                cand |= g & lut[di]
+            if cand.any():
+                self._find_races(cols, cand)
+        if g.any():
+            self._keep_global_rows(cols, np.nonzero(g)[0])
+        self._block_base += len(self.chunk)
 
     def _merge_vectors(self, gt, site, op, shared, size, A, epoch):
         """Merge a thread's neighbouring shared accesses where the GPU compiler emits one wide instruction.
@@ -412,12 +441,12 @@ class Recorder:
     def _rows(self, cols, idx):
         descs = self.descs
         out = []
-        op, di, site, tid, occ, addr, size, epoch, ws = (
-            cols[k][idx].tolist() for k in ("op", "di", "site", "tid", "occ", "addr", "size", "epoch", "ws"))
+        op, di, site, tid, occ, addr, size, epoch, ws, val = (
+            cols[k][idx].tolist() for k in ("op", "di", "site", "tid", "occ", "addr", "size", "epoch", "ws", "val"))
         for j in range(len(op)):
             d = descs[di[j]]
             out.append((OPNAME[op[j]], d.space, site[j], tid[j], occ[j], addr[j], size[j], d.name, epoch[j], ws[j],
-                        d.base))
+                        d.base, val[j]))
         return out
 
     def _find_races(self, cols, smask):
@@ -447,6 +476,7 @@ class Recorder:
             groups[w].append((b, r))
         for lst in groups.values():
             block = self.chunk[lst[0][0]][0]
+            syncs = self.block_syncs.get(block)
             by_site: dict = {}
             for _b, r in lst:
                 by_site.setdefault((r[R_SITE], r[R_OP]), []).append(r)
@@ -456,15 +486,117 @@ class Recorder:
                 for (s2, op2), l2 in by_site.items():
                     if op1 == "atom" and op2 == "atom":
                         continue
-                    pair = _first_racing_pair(l1, l2)
-                    if pair is None:
+                    found = racing_pairs(l1, l2, syncs)
+                    if found:
+                        self._note_race((s1, op1), (s2, op2), l1[0][R_SPACE], block, found)
+
+    def _note_race(self, a, b, space, block, found):
+        """Count one place (an epoch's word of a block) where sites ``a`` and ``b`` race; ``found`` as racing_pairs."""
+        key = tuple(sorted([a, b], key=lambda x: (site_line(x[0]), x[1])))
+        race = self.races.get(key)
+        if race is None:
+            race = self.races[key] = [space, block, {}, 0, 0, 0, 0]
+        race[3] += 1
+        real = {sev: p for sev, p in found.items() if not p[2]}
+        if real:
+            for sev, p in real.items():
+                race[4 if sev == "error" else 5] += 1
+                race[2].setdefault(sev, (block, p[0], p[1], p[3] if len(p) > 3 else block))
+        else:
+            race[6] += 1
+            for sev, p in found.items():
+                race[2].setdefault("benign-" + sev, (block, p[0], p[1], p[3] if len(p) > 3 else block))
+
+    # ---- races between blocks (global memory)
+    def _keep_global_rows(self, cols, idx):
+        """One row per (4-byte word, block, op) of this chunk's global accesses: what global_races() needs."""
+        a, sz = cols["addr"][idx], cols["size"][idx]
+        wlo = a >> 2
+        nw = ((a + sz - 1) >> 2) - wlo + 1
+        if (nw == 1).all():
+            row, word = idx, wlo
+        else:
+            rep = np.repeat(np.arange(len(idx)), nw)
+            word = wlo[rep] + (np.arange(len(rep)) - (np.cumsum(nw) - nw)[rep])
+            row = idx[rep]
+        blk = cols["bi"][row]
+        op = cols["op"][row]
+        gi, G, first = group_ids([word, blk, op], first=True)
+        val = cols["val"][row]
+        vmin = np.full(G, np.iinfo(np.int64).max, dtype=np.int64)
+        vmax = np.full(G, np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(vmin, gi, val)
+        np.maximum.at(vmax, gi, val)
+        f = row[first]
+        self.global_rows.append(dict(
+            word=word[first], blk=blk[first] + self._block_base, op=op[first], vmin=vmin, vmax=vmax,
+            rows=self._rows_lazy(cols, f), bi=blk[first].copy(), chunk=[c[0] for c in self.chunk]))
+
+    def _rows_lazy(self, cols, idx):
+        """The columns of some records, kept to make normalised rows later (only races need them)."""
+        return {k: v[idx] for k, v in cols.items()}
+
+    def global_races(self):
+        """Add the races between blocks to ``self.races``: a word written (not atomically) by one block and read,
+        written or updated atomically by another, or updated atomically by one and read or written by another.
+        No barrier orders two blocks, so these always race (severity error).  Computed once, when asked."""
+        if self._global_done or not self.global_rows:
+            self._global_done = True
+            return
+        self._global_done = True
+        parts = self.global_rows
+        word = np.concatenate([p["word"] for p in parts])
+        blk = np.concatenate([p["blk"] for p in parts])
+        op = np.concatenate([p["op"] for p in parts])
+        written = np.unique(word[op != LD])
+        keep = np.isin(word, written)
+        if not keep.any():
+            return
+        pi = np.concatenate([np.full(len(p["word"]), j) for j, p in enumerate(parts)])[keep]
+        ri = np.concatenate([np.arange(len(p["word"])) for p in parts])[keep]
+        word, blk, op = word[keep], blk[keep], op[keep]
+        vmin = np.concatenate([p["vmin"] for p in parts])[keep]
+        vmax = np.concatenate([p["vmax"] for p in parts])[keep]
+        wi, W = group_ids([word])
+        bmin = np.full(W, np.iinfo(np.int64).max, dtype=np.int64)
+        bmax = np.full(W, -1, dtype=np.int64)
+        np.minimum.at(bmin, wi, blk)
+        np.maximum.at(bmax, wi, blk)
+        multi = bmin != bmax
+        if not multi.any():
+            return
+        sel = np.nonzero(multi[wi])[0]
+        by_word: dict = defaultdict(list)
+        for j in sel.tolist():
+            by_word[int(wi[j])].append(j)
+        for js in by_word.values():
+            entries = [(int(blk[j]), int(op[j]), int(vmin[j]), int(vmax[j]), int(pi[j]), int(ri[j])) for j in js]
+            # pairs of (site, op) from different blocks that conflict: one plain write, or an atomic and a plain access
+            found: dict = {}
+            for x in entries:
+                if x[1] == LD:
+                    continue
+                for y in entries:
+                    if y[0] == x[0] or (x[1] == ATOM and y[1] == ATOM):
                         continue
-                    key = tuple(sorted([(s1, op1), (s2, op2)], key=lambda x: (site_line(x[0]), x[1])))
-                    race = self.races.get(key)
-                    if race is None:
-                        self.races[key] = [block, pair[0], pair[1], 1]
-                    else:
-                        race[3] += 1
+                    benign = x[1] == ST and y[1] == ST and x[2] == x[3] == y[2] == y[3] and not x[2] & 1
+                    xr, yr = self._global_row(x), self._global_row(y)
+                    k = tuple(sorted([(xr[R_SITE], xr[R_OP]), (yr[R_SITE], yr[R_OP])],
+                                     key=lambda z: (site_line(z[0]), z[1])))
+                    prev = found.get(k)
+                    if prev is None or (prev[2] and not benign):
+                        found[k] = (xr, yr, benign, x, y)
+            for k, (xr, yr, benign, x, y) in found.items():
+                self._note_race(k[0], k[1], "global", self._global_block(x),
+                                {"error": (xr, yr, benign, self._global_block(y))})
+
+    def _global_block(self, entry):
+        part = self.global_rows[entry[4]]
+        return part["chunk"][int(part["bi"][entry[5]])]
+
+    def _global_row(self, entry):
+        part = self.global_rows[entry[4]]
+        return self._rows(part["rows"], np.array([entry[5]]))[0]
 
     def drain_divergence(self):
         """Analyse the line events kept for the divergence report."""
@@ -541,12 +673,49 @@ class Recorder:
 
 
 
-def _first_racing_pair(writes, others):
+def synced_between(syncs, a, b):
+    """True when lanes ``a`` and ``b`` (normalised records of one warp) are ordered by a syncwarp() both took part
+    in, after one access and before the other.  ``syncs``: {tid: [event ids in the thread's order]}; a record's
+    R_WSYNC is how many of its thread's events came before the access.  A shuffle or a vote orders nothing."""
+    if not syncs:
+        return False
+    sa, sb = syncs.get(a[R_TID]), syncs.get(b[R_TID])
+    if not sa or not sb:
+        return False
+    wa, wb = a[R_WSYNC], b[R_WSYNC]
+    after_a, before_a = set(sa[wa:]), set(sa[:wa])
+    return any(e in after_a for e in sb[:wb]) or any(e in before_a for e in sb[wb:])
+
+
+def racing_pairs(writes, others, syncs=None, limit=4096):
+    """The racing pairs of two lists of accesses to one word in one barrier epoch of one block, by severity.
+
+    Returns {severity: (write, other, benign)} with severity ``"error"`` (threads of different warps) and/or
+    ``"warning"`` (lanes of one warp not ordered by a syncwarp() both took part in), as compute-sanitizer
+    racecheck grades them.  ``benign``: two stores of one value (racecheck does not report them); a real race
+    is preferred when there is one.  Different bytes of one word do not race.  ``limit`` bounds the pairs
+    looked at once a pair of each severity is found.
+    """
+    found: dict = {}
+    n = 0
     for w in writes:
+        wt, wa, wz = w[R_TID], w[R_ADDR], w[R_SIZE]
         for o in others:
-            # lanes of one warp separated by a warp-level sync (syncwarp, shfl …) are ordered;
-            # different bytes of one word (1- and 2-byte elements) do not race
-            if o[R_TID] != w[R_TID] and not (o[R_TID] >> 5 == w[R_TID] >> 5 and o[R_WSYNC] != w[R_WSYNC]) \
-                    and w[R_ADDR] < o[R_ADDR] + o[R_SIZE] and o[R_ADDR] < w[R_ADDR] + w[R_SIZE]:
-                return w, o
-    return None
+            ot = o[R_TID]
+            if ot == wt or not (wa < o[R_ADDR] + o[R_SIZE] and o[R_ADDR] < wa + wz):
+                continue
+            sev = "warning" if ot >> 5 == wt >> 5 else "error"
+            prev = found.get(sev)
+            if prev is not None and not prev[2]:
+                continue
+            if sev == "warning" and synced_between(syncs, w, o):
+                continue
+            benign = w[R_OP] == "st" and o[R_OP] == "st" and w[R_VAL] == o[R_VAL] and not w[R_VAL] & 1
+            if prev is None or (prev[2] and not benign):
+                found[sev] = (w, o, benign)
+            n += 1
+            if len(found) == 2 and not any(p[2] for p in found.values()):
+                return found
+        if n > limit and found:
+            return found
+    return found

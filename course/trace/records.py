@@ -26,8 +26,9 @@ TRACED_SPACES = ("global", "shared")
 OPS = {"ld": "load", "st": "store", "atom": "atomic"}
 
 # A normalised record is one element access by one thread:
-# (op, space, site, tid, occurrence, addr, size, array name, barrier epoch, warp-sync epoch, array base)
-R_OP, R_SPACE, R_SITE, R_TID, R_OCC, R_ADDR, R_SIZE, R_NAME, R_BAR, R_WSYNC, R_BASE = range(11)
+# (op, space, site, tid, occurrence, addr, size, array name, barrier epoch, warp-sync epoch, array base,
+#  value written: equal for two stores of one value, see trace.arrays.value_bits; 0 for loads and atomics)
+R_OP, R_SPACE, R_SITE, R_TID, R_OCC, R_ADDR, R_SIZE, R_NAME, R_BAR, R_WSYNC, R_BASE, R_VAL = range(12)
 
 # The raw records' operation codes (the low two bits of their first int) and their names.
 LD, ST, ATOM = 0, 1, 2

@@ -103,23 +103,41 @@ class WarpAccess:
 
 @dataclass
 class Race:
-    """Two shared-memory accesses of different threads of one block, at least one a write, no barrier between."""
+    """Two accesses of different threads to the same bytes, at least one a write (not both atomic), that nothing
+    orders: no syncthreads() between them (threads of one block), no syncwarp() both lanes took part in (lanes of
+    one warp), or threads of different blocks (global memory: nothing inside a launch orders two blocks)."""
 
     block: tuple
-    address: int  # byte offset in the block's shared memory
+    address: int  # byte offset in the block's shared memory, or in the global array
     array: str
-    first: dict  # {'line', 'source', 'op', 'thread'}: the write
-    second: dict  # the other access (a read or another write)
-    count: int  # how many (epoch, word) places this pair of lines raced on, over all blocks
+    first: dict  # {'line', 'source', 'op', 'thread', 'block'}: the write
+    second: dict  # the other access (a read, another write, or an atomic)
+    count: int  # how many places (a word in a barrier interval of a block, or a global word) these lines raced on
+    space: str = "shared"  # "shared" or "global"
+    severity: str = "error"  # as racecheck grades it: "error" between warps (or blocks), "warning" inside one warp
+    errors: int = 0  # places where threads of different warps (or blocks) race
+    warnings: int = 0  # places where only lanes of one warp race
+    benign: bool = False  # only stores of one value (a flag): racecheck does not report these
 
     def __str__(self):
         f, s = self.first, self.second
-        return (
-            f"race on {self.array} (shared byte {self.address}) in block {self.block}: "
-            f"{f['op']} by thread {f['thread']} at line {f['line']} `{f['source']}` and "
-            f"{s['op']} by thread {s['thread']} at line {s['line']} `{s['source']}` "
-            f"with no syncthreads() between ({self.count} place(s))"
-        )
+        if self.space == "global" and f.get("block") != s.get("block"):
+            where = f"global array `{self.array}` (byte {self.address})"
+            who = (f"{f['op']} by block {f['block']} thread {f['thread']} at line {f['line']} `{f['source']}` and "
+                   f"{s['op']} by block {s['block']} thread {s['thread']} at line {s['line']} `{s['source']}`")
+            why = "threads of different blocks: nothing orders them inside one launch (use cuda.atomic.*, or a second launch)"
+        else:
+            where = (f"{self.array} (shared byte {self.address})" if self.space == "shared"
+                     else f"global array `{self.array}` (byte {self.address})") + f" in block {self.block}"
+            who = (f"{f['op']} by thread {f['thread']} at line {f['line']} `{f['source']}` and "
+                   f"{s['op']} by thread {s['thread']} at line {s['line']} `{s['source']}`")
+            if self.severity == "warning":
+                why = ("lanes of one warp with no syncwarp() both take part in between (and no syncthreads()): "
+                       "racecheck's warning")
+            else:
+                why = "with no syncthreads() between (threads of different warps: racecheck's error)"
+        kind = "benign race (both store the same value)" if self.benign else "race"
+        return f"{kind} on {where}: {who} {why} ({self.count} place(s))"
 
 
 @dataclass
@@ -381,21 +399,40 @@ class Report:
         return Divergence(branches=branches, events=events, steps=rec.div_steps, active_lanes=rec.div_active,
                           warps=dict(rec.warp_steps))
 
-    def races(self) -> list:
-        """Shared-memory races (two threads, one address, at least one write, no barrier between): :class:`Race` list."""
+    def races(self, benign: bool = False) -> list:
+        """Races in shared and global memory, as :class:`Race` objects (one per pair of source lines).
+
+        Two accesses race when they touch the same bytes from different threads, at least one writes, they are
+        not both atomic, and nothing orders them: threads of one block with no syncthreads() between, lanes of
+        one warp with no syncwarp() both took part in between (shuffles and votes do not order memory), threads
+        of different blocks always.  ``severity`` is racecheck's grading ("warning" inside one warp, "error"
+        otherwise).  Stores of one value by many threads (a flag) are benign: listed only with ``benign=True``.
+        """
+        rec = self._rec
+        rec.global_races()
         out = []
         bx, by, _bz = _engine.normalise_dims(self.blockdim, "blockdim")
 
         def thread(tid):
             return (tid % bx, (tid // bx) % by, tid // (bx * by))
 
-        for (blk, w, o, count) in self._rec.races.values():
-            def side(r):
-                line = site_line(r[R_SITE])
-                return {"line": line, "source": source_line(site_code(r[R_SITE]), line), "op": OPS[r[R_OP]],
-                        "thread": thread(r[R_TID])}
-            out.append(Race(block=blk, address=int(max(w[R_ADDR], o[R_ADDR])), array=w[R_NAME], first=side(w),
-                            second=side(o), count=count))
+        def side(r, blk):
+            line = site_line(r[R_SITE])
+            return {"line": line, "source": source_line(site_code(r[R_SITE]), line), "op": OPS[r[R_OP]],
+                    "thread": thread(r[R_TID]), "block": blk}
+
+        for (space, _blk, ex, count, errors, warnings, n_benign) in rec.races.values():
+            is_benign = not (errors or warnings)
+            if is_benign and not benign:
+                continue
+            sev = "error" if errors or (is_benign and "benign-error" in ex) else "warning"
+            blk, w, o, oblk = ex[("benign-" if is_benign else "") + sev]
+            addr = int(max(w[R_ADDR], o[R_ADDR]))
+            if space == "global":
+                addr -= w[R_BASE]
+            out.append(Race(block=blk, address=addr, array=w[R_NAME], first=side(w, blk), second=side(o, oblk),
+                            count=count, space=space, severity=sev, errors=errors, warnings=warnings,
+                            benign=is_benign))
         out.sort(key=lambda r: (r.first["line"], r.second["line"]))
         return out
 

@@ -1036,20 +1036,23 @@ CASES_BY_NAME = {c.name: c for c in RACE_CASES}
 
 
 def tracer_verdict(case: RaceCase, seed=None) -> dict:
-    """What the tracer reports for ``case``: severities of shared races, a global race, benign races, line pairs."""
+    """What the tracer reports for ``case``: shared-memory severities (as racecheck grades them), whether there is a
+    global-memory race, whether there are benign (same-value) races, and each reported pair of lines."""
     from course.trace import trace
 
-    races = trace(case.kernel, case.griddim, case.blockdim, *case.args(0), seed=seed).races()
+    races = trace(case.kernel, case.griddim, case.blockdim, *case.args(0), seed=seed, lines=False).races(benign=True)
     shared, glob, benign, pairs = set(), False, False, []
     for r in races:
-        space = getattr(r, "space", "shared")
-        if getattr(r, "benign", False):
+        if r.benign:
             benign = True
-        elif space == "shared":
-            shared.add(getattr(r, "severity", "error"))
+        elif r.space == "shared":
+            if r.errors:
+                shared.add("error")
+            if r.warnings:
+                shared.add("warning")
         else:
             glob = True
-        pairs.append({"space": space, "severity": getattr(r, "severity", None), "benign": getattr(r, "benign", False),
-                      "array": r.array, "lines": [r.first["line"], r.second["line"]],
+        pairs.append({"space": r.space, "severity": r.severity, "errors": r.errors, "warnings": r.warnings,
+                      "benign": r.benign, "array": r.array, "lines": [r.first["line"], r.second["line"]],
                       "ops": [r.first["op"], r.second["op"]]})
     return {"shared": sorted(shared), "global": glob, "benign": benign, "pairs": pairs}

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import datetime as _dt
-import io
 import json
 import os
 import pathlib
