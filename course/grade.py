@@ -60,7 +60,10 @@ def _fresh_copy_and_reexec():
         if os.path.isdir(os.path.join(repo, extra)):
             os.symlink(os.path.join(repo, extra), os.path.join(scratch, extra))
     env["COURSE_GRADE_ROOT"] = repo
-    os.execve(sys.executable, [sys.executable, "-B", "-m", "course.grade", *sys.argv[1:]], env)
+    # the copy must come first on sys.path: ahead of the current folder (which `-m` would put first)
+    boot = (f"import sys, runpy; sys.path.insert(0, {scratch!r}); sys.argv[0] = 'course.grade'; "
+            "runpy.run_module('course.grade', run_name='__main__', alter_sys=True)")
+    os.execve(sys.executable, [sys.executable, "-B", "-c", boot, *sys.argv[1:]], env)
 
 
 if __name__ == "__main__":
@@ -762,6 +765,13 @@ def run_submission(data: bytes, opts: dict, slot: int = 0) -> dict:
                 os.chmod(os.path.join(root, f), 0o444)
             os.chmod(root, 0o555)
         env = kernel_env(work, pkg)
+        if opts.get("worker"):  # this process too reads no Jupyter/IPython config but its own empty folders
+            for var in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
+                os.environ[var] = os.path.join(work, "grader", var.lower())
+                os.makedirs(os.environ[var], exist_ok=True)
+            os.environ["JUPYTER_PLATFORM_DIRS"] = "1"
+            os.environ.pop("JUPYTER_PATH", None)
+            os.environ.pop("JUPYTER_CONFIG_PATH", None)
         box = _box_config(work, pkg, slot) if opts.get("sandbox", True) else None
         log = run_notebook(nb, work, env, opts["cell_timeout"], opts["timeout"], box=box)
     finally:
@@ -1268,6 +1278,8 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
                    "seconds": round(time.time() - started, 1), "jobs": jobs, "cell_timeout": cell_timeout,
                    "timeout": timeout, "launch_timeout": opts["launch_timeout"], "backend": course.BACKEND,
                    "grader_files_changed": changed, "sandbox": box, "seed": seed,
+                   "grader_code": "a fresh copy of course/, bytecode off" if os.environ.get("COURSE_GRADE_FRESH")
+                   and str(PACKAGE).startswith(os.environ["COURSE_GRADE_FRESH"]) else "the checkout's course/",
                    "shard": list(shard) if shard else None,
                    "deadline": deadline.isoformat() if deadline else None},
         "submissions": submissions,
