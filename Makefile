@@ -1,5 +1,6 @@
 # The two commands of the README.  Each creates .venv when it is missing (or older than pyproject.toml).
 PYTHON ?= python3
+# `make lab VENV=path` runs with another virtual environment (tests/test_lab_command.py does).
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -31,6 +32,7 @@ lab: $(STAMP)
 test: $(STAMP) $(COMPILER)
 	sh scripts/ensure-chromium.sh
 	sh scripts/ensure-bwrap.sh
+	$(BIN)/ruff check .
 	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
 
 ## Install the CUDA compilers for the tracer (optional for learners; `make test` does it).

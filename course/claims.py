@@ -391,7 +391,7 @@ def measure(check, records) -> tuple:
             evidence.append(ev)
         return values, "; ".join(evidence)
     if kind == "attribute":
-        for (bench, variant), recs in sorted(store.by_key.items()):
+        for (_bench, variant), recs in sorted(store.by_key.items()):
             rec = recs[0]
             attrs = rec.get("attributes")
             if isinstance(attrs, dict) and isinstance(attrs.get(check["name"]), (int, float)):

@@ -50,7 +50,7 @@ def _fresh_copy_and_reexec():
     pkg = os.path.dirname(os.path.abspath(__file__))
     scratch = tempfile.mkdtemp(prefix="course-grader-")
     shutil.copytree(pkg, os.path.join(scratch, "course"), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for root, dirs, files in os.walk(scratch):
+    for root, _dirs, files in os.walk(scratch):
         for f in files:
             os.chmod(os.path.join(root, f), 0o444)
     pypath = os.pathsep.join([scratch] + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x])
@@ -88,7 +88,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
-import course  # noqa: E402,F401  (chooses the backend before numba is imported)
+import course  # noqa: E402  (chooses the backend before numba is imported)
 from course import sandbox  # noqa: E402
 from course import exercises as ex_mod  # noqa: E402
 
@@ -760,7 +760,7 @@ def run_submission(data: bytes, opts: dict, slot: int = 0) -> dict:
         os.chmod(work, 0o711)
         pkg = os.path.join(work, "pkg")
         shutil.copytree(PACKAGE, os.path.join(pkg, "course"), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for root, dirs, files in os.walk(pkg):  # read-only: a notebook cannot change the course it imports
+        for root, _dirs, files in os.walk(pkg):  # read-only: a notebook cannot change the course it imports
             for f in files:
                 os.chmod(os.path.join(root, f), 0o444)
             os.chmod(root, 0o555)
@@ -778,7 +778,7 @@ def run_submission(data: bytes, opts: dict, slot: int = 0) -> dict:
         # everything the notebook started, wherever it went (only in a grading worker: elsewhere this process
         # may have children of its own)
         left = sandbox.sweep() if opts.get("worker") else 0
-        for root, dirs, files in os.walk(work):
+        for root, _dirs, _files in os.walk(work):
             os.chmod(root, 0o755)
         shutil.rmtree(work, ignore_errors=True)
     out = {**log.__dict__, "problems": log.problems(), "processes_killed_after": left}
@@ -1131,7 +1131,7 @@ def warm_up():
                 importlib.import_module(f"course.{mod.name}")
             except Exception:  # a module that needs something absent here is not one kernels take constants from
                 pass
-    import course.engine  # noqa: F401
+    import course.engine
 
     try:
         import course.trace  # noqa: F401
@@ -1235,10 +1235,10 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
                                   "problems": [f"grading took longer than {hard:g} s; stopped"]}
                     records[e.label] = _with_run_notes(rec)
     finally:
-        for conn, st in running.items():
+        for st in running.values():
             st[1].kill()
         sandbox.sweep()  # workers are killed with their kernels (a kernel dies with its worker)
-        for root, dirs, files in os.walk(scratch):
+        for root, _dirs, _files in os.walk(scratch):
             try:
                 os.chmod(root, 0o755)
             except OSError:
@@ -1362,7 +1362,7 @@ def main(argv=None) -> int:
     finally:
         fresh = os.environ.get("COURSE_GRADE_FRESH")
         if fresh and os.path.basename(fresh).startswith("course-grader-") and __name__ == "__main__":
-            for root, dirs, files in os.walk(fresh):
+            for root, _dirs, _files in os.walk(fresh):
                 os.chmod(root, 0o755)
             shutil.rmtree(fresh, ignore_errors=True)
 

@@ -26,7 +26,7 @@ import json
 import pathlib
 from dataclasses import dataclass, field
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course  # (chooses the backend before numba is imported)
 from course import device as _dev
 
 MEASUREMENTS = pathlib.Path(__file__).resolve().parents[1] / "data" / "measurements"

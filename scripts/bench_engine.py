@@ -222,7 +222,7 @@ def profile_one(entry, seed):
         kernel_files.add(fn.__code__.co_filename.replace("\\", "/"))
     rows, layers = [], {}
     total_tt = 0.0
-    for (filename, line, func), (cc, nc, tt, ct, _callers) in stats.stats.items():
+    for (filename, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():
         total_tt += tt
         name = f"{os.path.basename(filename)}:{line}({func})" if line else func
         rows.append({"function": name, "calls": nc, "tottime_s": round(tt, 4), "cumtime_s": round(ct, 4)})

@@ -33,7 +33,7 @@ os.environ.setdefault("COURSE_BACKEND", "cpu")
 
 import numpy as np  # noqa: E402
 
-import course  # noqa: E402
+import course  # noqa: E402,F401  (chooses the backend before numba is imported)
 from course.validation.engine_suite import SUITE  # noqa: E402
 from course.trace import trace  # noqa: E402
 

@@ -161,7 +161,7 @@ def child(module, backend, record, timeout, unskip=False):
     os.environ["COURSE_BACKEND"] = backend
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     sys.path.insert(0, str(ROOT))
-    import course  # noqa: F401  (chooses the backend, installs the engine on cpu, before numba loads)
+    import course  # (chooses the backend, installs the engine on cpu, before numba loads)
 
     assert course.BACKEND == backend, course.BACKEND
     _install_filecheck_stub()

@@ -8,7 +8,6 @@ expectations are computed here from CUDA's documented definitions, never from th
 import numpy as np
 import pytest
 
-import course
 from course import backend
 from numba import cuda
 

@@ -171,7 +171,8 @@ def test_the_pipeline_schedule_model():
     from course.exercises.host import schedule
 
     # three equal steps per chunk: serially 3 chunks x 3 = 9; over 3 streams with pinned copies the engines overlap
-    chunk = lambda s: [("h2d", s, True, 2, (1, 0, 1)), ("kernel", s, [], 4), ("d2h", s, True, 2, (2, 0, 1))]
+    def chunk(s):
+        return [("h2d", s, True, 2, (1, 0, 1)), ("kernel", s, [], 4), ("d2h", s, True, 2, (2, 0, 1))]
     t, serial, _ = schedule([op for s in (1, 2, 3) for op in chunk(s)])
     assert serial == 18 and t == 10  # 2 to fill + 3 chunks x 2 + 2 to drain
     t, serial, _ = schedule([op for s in (1, 1, 1) for op in chunk(s)])  # one stream: in order, no overlap

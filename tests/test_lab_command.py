@@ -1,4 +1,9 @@
-"""The README's first command, `make lab`, serves JupyterLab with chapter 00 open (checked in headless Chromium)."""
+"""The README's first command, `make lab`, serves JupyterLab with chapter 00 open (checked in headless Chromium).
+
+`make lab` runs with ``VENV`` pointing at a stand-in for a virtual environment whose ``bin/`` runs the
+interpreter of this test (and whose stamp is fresh, so make installs nothing): the Makefile's own lab recipe
+runs, with the packages this suite runs with, and nothing is built inside the checkout.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -39,6 +45,19 @@ def _first_heading(path):
     raise AssertionError(f"{path} has no markdown heading")
 
 
+def _venv_of_this_interpreter(path: pathlib.Path) -> pathlib.Path:
+    """A folder laid out as the Makefile expects a virtual environment (bin/python, bin/jupyter, a fresh
+    .installed stamp) that runs the interpreter of this test."""
+    bin_ = path / "bin"
+    bin_.mkdir(parents=True)
+    (bin_ / "python").symlink_to(sys.executable)
+    jupyter = bin_ / "jupyter"
+    jupyter.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m jupyter "$@"\n')
+    jupyter.chmod(0o755)
+    (path / ".installed").touch()  # newer than pyproject.toml: make has nothing to install
+    return path
+
+
 def test_make_lab_opens_chapter_00(tmp_path):
     if not os.path.exists("/usr/bin/chromium"):
         pytest.fail("Chromium is missing: `sh scripts/ensure-chromium.sh` installs it (make test runs it first)")
@@ -50,7 +69,7 @@ def test_make_lab_opens_chapter_00(tmp_path):
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"))
     log = open(tmp_path / "lab.log", "wb")
     proc = subprocess.Popen(
-        ["make", "-s", "lab", f"PORT={port}",
+        ["make", "-s", "lab", f"VENV={_venv_of_this_interpreter(tmp_path / 'venv')}", f"PORT={port}",
          f"LAB_ARGS=--no-browser --IdentityProvider.token={token} --ServerApp.open_browser=False"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )

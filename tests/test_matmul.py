@@ -16,7 +16,6 @@ import pytest
 
 import course
 
-import course  # noqa: F401
 from course.engine import KernelError
 from course.kernels import matmul as mm
 from course.trace import trace

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-import course  # noqa: F401
+import course
 from course import occupancy as occ
 from course.occupancy import GA102, occupancy
 

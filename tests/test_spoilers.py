@@ -148,7 +148,7 @@ def test_no_solution_is_readable_in_the_chapters_exercises_or_package(readable):
     assert not leaks, "exercise answers readable elsewhere:\n" + "\n".join(leaks)
 
 
-def _statement_forms(fn) -> "Counter":
+def _statement_forms(fn) -> dict:
     """Each statement of ``fn`` (for a loop or a branch: its header) with names normalised, counted."""
     import copy
     from collections import Counter
@@ -225,7 +225,7 @@ def _statements(fn):
 def test_hints_do_not_contain_the_solutions_code():
     # the task states what to compute (out[i] = alpha * x[i] + y[i] is the specification); hints guide, and
     # must not hand over a line of the answer
-    for name, where, fn in solutions():
+    for name, _where, fn in solutions():
         ex = E.get(name)
         texts = [ex.hint_wrong, ex.hint_oob, ex.stub_hint, *(p.hint for p in ex.properties)]
         blob = " ".join(" ".join(t.split()) for t in texts if t)

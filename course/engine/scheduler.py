@@ -91,7 +91,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
                 fn(*kargs)
             except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
+            except BaseException as exc:  # every kernel failure becomes a KernelError
                 raise thread_error(lau, ts, exc) from None
             ts.wait = "exited"
         return
@@ -111,7 +111,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
                     res = ts.g.switch()
             except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
-            except BaseException as exc:  # noqa: BLE001 - every kernel failure becomes a KernelError
+            except BaseException as exc:  # every kernel failure becomes a KernelError
                 raise thread_error(lau, ts, exc) from None
             if res is _DONE:
                 live -= 1

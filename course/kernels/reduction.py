@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course  # (chooses the backend before numba is imported)
 from course.analysis import vector_dtype
 from numba import cuda, float32
 

@@ -40,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course  # (chooses the backend before numba is imported)
 from numba import cuda
 
 TILE = 32

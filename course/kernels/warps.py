@@ -44,7 +44,7 @@ Defined for chapter 02 (notebooks/02_warps_divergence.ipynb).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 

@@ -60,7 +60,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
             from numba import typeof
 
             rec.compiler_job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
-        except Exception as e:  # noqa: BLE001 - an argument numba cannot type: the launch will say so
+        except Exception as e:  # an argument numba cannot type: the launch will say so
             rec.compiler_why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
     run = kernel
     tracer = None

@@ -421,7 +421,7 @@ class Report:
             return {"line": line, "source": source_line(site_code(r[R_SITE]), line), "op": OPS[r[R_OP]],
                     "thread": thread(r[R_TID]), "block": blk}
 
-        for (space, _blk, ex, count, errors, warnings, n_benign) in rec.races.values():
+        for (space, _blk, ex, count, errors, warnings, _n_benign) in rec.races.values():
             is_benign = not (errors or warnings)
             if is_benign and not benign:
                 continue

@@ -483,7 +483,7 @@ def tile_svg(access: BankAccess, max_px: int = 720) -> str:
         parts.append(f'<text x="{left - 3}" y="{top + r * cell + cell * 0.7:.1f}" text-anchor="end" '
                      f'fill="#555">{r}</text>')
     titles = t.rows * t.width <= TITLE_CELLS
-    parts.append(f'<g stroke="#fff" stroke-width="0.5">')
+    parts.append('<g stroke="#fff" stroke-width="0.5">')
     for r in range(t.rows):
         for pc in range(t.width):
             x, y = left + pc * cell, top + r * cell

@@ -230,7 +230,7 @@ def measure_size(n, versions, rng, reps):
                                   atomic_floor_note="probes.atomic_floor on the same grid: one same-address atomic "
                                                     "per block and nothing else")
                 log(f"n={n:>10} {name:24} atomic floor {floor:9.4f} ms ({v.griddim(n)} atomics)")
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 ERRORS.append(f"atomic floor of {name}: {type(e).__name__}: {e}")
     return recs, bufs, want, host
 

@@ -255,7 +255,7 @@ def sweep_block_size(d_a, d_out, n, want, tol):
                 try:  # issue 14: the one atomic per block, priced alone, and the kernel without it
                     extra = dict(atomic_floor_ms=atomic_floor_ms(v.griddim(n), threads),
                                  partials_ms=partials_ms(v, d_a, n, want), atomics=v.griddim(n))
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     ERRORS.append(f"block size {v.name} floor/partials: {type(e).__name__}: {e}")
                 BLOCKS.record(v.name, time_queued(run, ARGS.reps), size=[n], dtype="float32", bytes_moved=4 * n,
                               params=v.params, launch="one round per thread", threads_per_block=threads,

@@ -103,7 +103,7 @@ def sm_clock_hz():
         r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
                            capture_output=True, text=True, timeout=20)
         return float(r.stdout.strip().splitlines()[0]) * 1e6
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -475,7 +475,7 @@ def libraries():
                         size=(n, n, n), dtype="int8", flops=2.0 * n ** 3, exact_vs_fp64=exact,
                         library="torch._int_mm (int8 in, int32 out; tflops = tera integer ops/s)")
         log(f"int8 _int_mm: {rec['ms']:.3f} ms, {rec['tflops']:.0f} TOP/s, exact {exact}")
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         H.failed["int_mm"] = f"{type(e).__name__}: {str(e)[:300]}"
     elems = 1 << 28
     for dt in (torch.float32, torch.float16, torch.bfloat16):
@@ -498,7 +498,7 @@ def libraries():
         q = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"], capture_output=True,
                            text=True, timeout=20).stdout.strip()
         vals = dict(zip(fields.split(","), [v.strip() for v in q.split(",")]))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         vals = {"error": str(e)[:200]}
     H.record("probes_libraries", "pcie_link", None, 0, [0], "none", **vals,
              note="read with nvidia-smi; the link may train down when idle (gen.current), gen.max is what it can do")

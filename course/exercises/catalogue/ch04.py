@@ -179,7 +179,7 @@ register(Exercise(
         uses_shared(hint="Count into a histogram of the block's own, in a cuda.shared.array: atomics on shared "
                          "memory stay inside the SM."),
         coalesced("load"),
-        atomics_at_most("global", HI_BINS * (HI_TRACE_N // HI_PER_BLOCK), f"one per bin per block",
+        atomics_at_most("global", HI_BINS * (HI_TRACE_N // HI_PER_BLOCK), "one per bin per block",
                         "Each block should count into its own copy of the histogram first and publish each bin "
                         "once at the end."),
         no_races(hint="The block's histogram must be all zeros before any thread counts into it, and complete "
