@@ -31,6 +31,8 @@ TERMS = (
          "one thread after another, deterministically.", 0),
     Term("tracer", "追踪器", "The course tool that records every memory access of a CPU-engine launch and "
          "counts what the hardware would do with it.", 0),
+    Term("Nsight Compute (ncu)", "Nsight Compute 性能剖析器", "NVIDIA's kernel profiler, which reads the hardware "
+         "counters; the course checks the tracer's counts against it.", 0),
     # 01 — the programming model
     Term("host", "主机", "The CPU and its memory; it allocates, copies and launches.", 1),
     Term("device", "设备", "The GPU and its own memory, separate from the host's.", 1),
@@ -78,6 +80,10 @@ TERMS = (
          "every lane it names must call the same intrinsic.", 2),
     Term("syncwarp", "束内同步（__syncwarp）", "cuda.syncwarp(mask): a barrier and memory fence for the named "
          "lanes of one warp, what syncthreads is for a block.", 2),
+    Term("PTX", "PTX 中间代码", "NVIDIA's virtual instruction set: numba compiles a kernel to PTX, and the driver "
+         "or ptxas translates PTX into the GPU's machine code.", 2),
+    Term("SASS", "SASS 机器码", "The GPU's own machine code (what ptxas emits for one architecture, e.g. sm_90); "
+         "what the hardware really executes, read with nvdisasm or cuobjdump.", 2),
     # 03 — memory hierarchy and coalescing
     Term("register", "寄存器", "Per-thread storage inside the SM, the fastest there is.", 3),
     Term("local memory", "本地内存", "Per-thread memory that lives in device DRAM: where spilled registers go.", 3),
@@ -109,6 +115,10 @@ TERMS = (
     Term("data race", "数据竞争", "Two threads touching one location, at least one writing, with no barrier between.", 4),
     # 05 — transpose
     Term("tiling", "分块", "Working on a tile of data staged in shared memory so global accesses stay coalesced.", 5),
+    Term("Nsight Compute metric", "性能计数器指标", "A named hardware counter or ratio, unit__counter.rollup "
+         "(e.g. l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum: sectors of global loads, summed).", 5),
+    Term("stall reason", "线程束停顿原因", "Why a warp could not issue in a cycle (waiting on memory, a barrier, a "
+         "busy pipe …); Nsight Compute gives cycles per issued instruction for each.", 5),
     # 06 — occupancy and latency hiding
     Term("occupancy", "占用率", "Active warps per SM divided by the most the SM can hold.", 6),
     Term("latency hiding", "延迟隐藏", "Keeping the SM busy with other ready warps while some wait for memory.", 6),
@@ -135,7 +145,6 @@ TERMS = (
          "Limited by bytes over bandwidth, or by work over arithmetic throughput.", 10),
     Term("roofline", "屋顶线模型", "The lower of the two floors, bandwidth × intensity and peak compute, as a plot.", 10),
     Term("CUDA event", "CUDA 事件", "A marker recorded in a stream; two of them time GPU work without host noise.", 10),
-    Term("Nsight Compute (ncu)", "Nsight Compute 性能剖析器", "NVIDIA's kernel profiler, which reads the hardware counters.", 10),
     Term("compute-sanitizer", "计算检查器", "NVIDIA's checker for out-of-bounds accesses and races on a real GPU.", 10),
 )
 

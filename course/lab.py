@@ -13,12 +13,12 @@ Defined for chapter 01 (notebooks/01_programming_model.ipynb); every chapter 01â
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course  # (chooses the backend before numba is imported)
 from course import display
 
 
@@ -174,7 +174,9 @@ def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, reco
             arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in launch.arrays]
             if launch.accumulate:
                 arrays[launch.out][...] = 0
-            report = trace(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays))
+            # totals need no per-line bookkeeping; a custom ``counts`` (divergence, say) may
+            report = trace(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays),
+                           **({} if counts else {"lines": False, "detail_blocks": []}))
             found.append((label, _matches(arrays[launch.out], launch),
                           counts(report) if counts else per_request(report.totals())))
         keys = list(PER_REQUEST) if counts is None else list(dict.fromkeys(k for *_, per in found for k in per))
