@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import html.parser
 import http.server
+import importlib.util
 import json
 import pathlib
 import re
-import sys
 import tarfile
 import threading
 import types
@@ -24,8 +24,10 @@ import urllib.parse
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "site"))
-import sitetool  # noqa: E402
+# site/ is not a package (and must not be one: `site` is a standard module): load the tool from its file
+_spec = importlib.util.spec_from_file_location("sitetool", ROOT / "site" / "sitetool.py")
+sitetool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sitetool)
 
 from test_browser import CHROMIUM, CHROMIUM_ARGS, _require_browser  # noqa: E402
 
