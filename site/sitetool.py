@@ -143,8 +143,8 @@ def execute_notebook(src: pathlib.Path, dst: pathlib.Path, *, backend: str | Non
         os.environ.clear()
         os.environ.update(old)
     _relative_paths(nb)
-    errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    errors = [i for i, c in enumerate(code) if any(o.get("output_type") == "error" for o in c.get("outputs", []))]
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(nbformat.writes(nb), encoding="utf-8")
     return {"seconds": round(time.monotonic() - started, 1), "error_cells": errors, "code_sha256": code_hash(nb)}
@@ -327,10 +327,10 @@ def chapter_page(ch, prov: dict, stale: str = "execute", cache: pathlib.Path = B
                     "course's CPU engine, so counts come from the tracer and every GPU figure is a *recorded* H200 "
                     "measurement read from `data/`, never CPU time. The GPU lane replaces this copy with an H200 run.")
         if chap.get("error_cells"):
-            body += f"\n\nCells that raised an error in that run: {chap['error_cells']} (code-cell numbers)."
+            body += f"\n\nCode cells that raised an error in that run (counted from 0): {chap['error_cells']}."
         return _with_banner(page, _banner(kind, title, body)), "recorded"
-    if "failed" in chap and why is None:
-        why = f"its run {prov.get('run')} failed ({chap['failed'][:300]})"
+    if "failed" in chap:
+        why = f"run {prov.get('run')} could not execute it: {chap['failed'][:300]}"
     if stale == "keep":
         path = executed_path(ch)
         page = read_nb(path) if path.is_file() else clean
