@@ -641,7 +641,7 @@ class Script:
         """Run one part of the script; a failure is logged and kept (a ``failed`` record), the rest goes on."""
         try:
             return fn(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - reported, recorded, and the script's exit status says so
+        except Exception as e:  # reported, recorded, and the script's exit status says so
             self.failed[part] = f"{type(e).__name__}: {scrub(str(e))[:1500]}"
             self.log(f"FAILED {part}: {self.failed[part]}")
             traceback.print_exc()
@@ -695,8 +695,7 @@ def find_tool(name: str) -> Optional[str]:
     hit = shutil.which(name)
     if hit:
         return hit
-    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/opt/nvidia/nsight-compute/*/{name}",
-                    f"/usr/local/cuda*/nsight-compute*/{name}"):
+    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/usr/local/cuda*/nsight-compute*/{name}"):
         found = sorted(glob.glob(pattern))
         if found:
             return found[-1]
@@ -803,3 +802,42 @@ def import_records(src_dir, dst_dir=None, *, names: Optional[Iterable[str]] = No
         dst.write_text(json.dumps(kept + good, indent=1) + "\n")
         done[p.stem] = len(good)
     return done
+
+
+def scrub_file(path) -> bool:
+    """Rewrite ``path`` (a JSON list of records or a text log) with every machine path scrubbed; True if it changed."""
+    path = pathlib.Path(path)
+    text = path.read_text()
+    if path.suffix == ".json":
+        new = json.dumps(json.loads(scrub(text)), indent=1, ensure_ascii=False) + "\n" if _PATH.search(text) else text
+    else:
+        new = scrub(text)
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
+def main(argv=None) -> int:
+    """``python -m course.bench import SRC_DIR`` (records of a GPU run into data/measurements) or
+    ``python -m course.bench scrub FILE...`` (machine paths out of recorded files)."""
+    ap = argparse.ArgumentParser(prog="python -m course.bench", description=main.__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    imp = sub.add_parser("import", help="merge SRC_DIR/<benchmark>.json (GPU records only) into data/measurements")
+    imp.add_argument("src")
+    imp.add_argument("--only", default="", help="comma-separated benchmark names")
+    imp.add_argument("--dst", default=None)
+    scr = sub.add_parser("scrub", help="replace machine paths in recorded files")
+    scr.add_argument("files", nargs="+")
+    args = ap.parse_args(argv)
+    if args.cmd == "import":
+        done = import_records(args.src, args.dst, names=args.only.split(",") if args.only else None)
+        for name, n in done.items():
+            print(f"{name}: {n} records imported")
+        return 0 if done else 1
+    for f in args.files:
+        print(f"{f}: {'scrubbed' if scrub_file(f) else 'clean'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

