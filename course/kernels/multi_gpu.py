@@ -19,7 +19,7 @@ Every function runs on real GPUs (numba-cuda) and on the CPU engine's simulated 
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float32
 
 import course
 from course.kernels import reduction as R
@@ -27,6 +27,35 @@ from course.kernels import transpose as T
 
 REDUCTION = "two_pass"   # chapter 07's version without atomics: per-block partials, then one block
 TRANSPOSE = "tile_32x33"  # chapter 05's padded [32][33] tile: correct for any shape
+
+
+PARTIAL_THREADS = 256
+PARTIAL_PER_BLOCK = 4 * PARTIAL_THREADS
+
+
+@cuda.jit
+def block_partials(x, partials):
+    """partials[b] = the sum of block b's 1024 elements of x: four loads per thread, then a shared tree.
+
+    Given to exercise 11.split_sum, which writes the host code around it.
+    """
+    acc = cuda.shared.array(PARTIAL_THREADS, float32)
+    t = cuda.threadIdx.x
+    first = cuda.blockIdx.x * PARTIAL_PER_BLOCK + t
+    s = float32(0)
+    for k in range(4):
+        if first + k * PARTIAL_THREADS < x.shape[0]:
+            s += x[first + k * PARTIAL_THREADS]
+    acc[t] = s
+    cuda.syncthreads()
+    half = PARTIAL_THREADS // 2
+    while half > 0:
+        if t < half:
+            acc[t] += acc[t + half]
+        cuda.syncthreads()
+        half //= 2
+    if t == 0:
+        partials[cuda.blockIdx.x] = acc[0]
 
 
 def shares(n: int, devices: int) -> list:

@@ -1,6 +1,6 @@
 """The exercises, one module per chapter; importing this package registers them all, in chapter order."""
 
-from course.exercises.catalogue import (  # noqa: F401
+from course.exercises.catalogue import (
     ch01,
     ch02,
     ch03,
@@ -11,6 +11,7 @@ from course.exercises.catalogue import (  # noqa: F401
     ch08,
     ch09,
     ch10,
+    ch11,
 )
 
-__all__ = ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10"]
+__all__ = ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11"]
