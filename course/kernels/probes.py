@@ -146,3 +146,31 @@ def _many_registers_source(n: int) -> str:
 _ns = {"cuda": cuda, "float32": float32}
 exec(compile(_many_registers_source(WANTS), "<course.kernels.probes.many_registers>", "exec"), _ns)
 many_registers = cuda.jit(_ns["many_registers"])
+
+
+@cuda.jit
+def sum_one_in_flight(a, out, sentinel):
+    """Chapter 06's Little's-law case as the text means it: each thread has ONE 4-byte load in flight.
+
+    The loop exits when a value equals ``sentinel`` (a value the data never holds), so the branch after
+    each load depends on it: the compiler cannot issue the next iteration's load before this one returns
+    (it does not speculate loads past a data-dependent exit), unlike the plain grid-stride sum, which ptxas
+    unrolls four times with four loads in flight.  One atomic per block at the end, as in the chapter.
+    """
+    s = cuda.shared.array(1, float32)
+    if cuda.threadIdx.x == 0:
+        s[0] = 0
+    cuda.syncthreads()
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    stride = cuda.gridDim.x * cuda.blockDim.x
+    acc = float32(0)
+    while i < a.size:
+        v = a[i]
+        if v == sentinel:
+            break
+        acc += v
+        i += stride
+    cuda.atomic.add(s, 0, acc)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(out, 0, s[0])

@@ -382,6 +382,51 @@ def atomics():
                 f"{p_ms if p_ms is None else round(p_ms, 4)} ms; atomic floor {floor:8.4f} ms")
 
 
+# --- 5b'. Little's law with one load in flight ------------------------------------------------------------------
+
+
+def littles_law():
+    """Bandwidth against warps per SM for a sum with exactly one 4-byte load in flight per thread
+    (``probes.sum_one_in_flight``) beside chapter 06's ``w1_u1`` (which ptxas unrolls: 4 loads in flight)."""
+    from course import bench
+    from course.kernels import reduction as R
+
+    n = (1 << 28) if GPU else 4099
+    host_a = RNG.integers(-8, 9, n, dtype=np.int8).astype(np.float32)
+    want = float(host_a.astype(np.float64).sum())
+    d_a, d_out = dev(host_a), dev(np.zeros(1, np.float32))
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT if GPU else 1
+    sentinel = np.float32(1e30)
+    for bps in (1, 2, 4, 8, 16) if GPU else (1,):
+        g = sms * bps
+
+        if GPU:
+            d_out.copy_to_device(np.zeros(1, np.float32))
+        else:
+            d_out[0] = 0
+        P.sum_one_in_flight[g, 128](d_a, d_out, sentinel)
+        got = float(host(d_out)[0])
+        if got != want:
+            raise AssertionError(f"sum_one_in_flight: {got} != {want}")
+        v = R.grid_stride_version(1, 1, 128, bps, name=f"w1_u1_t128_b{bps}")
+        run = v.launcher(d_a, d_out)
+        run()
+        if float(host(d_out)[0]) != want:
+            raise AssertionError(f"{v.name}: wrong sum")
+        for name, fn, loads in ((f"one_in_flight_t128_b{bps}", lambda: P.sum_one_in_flight[g, 128](d_a, d_out, sentinel), 1),
+                                (v.name, run, 4)):
+            ms = float(np.median(bench.time_queued(fn, reps=H.reps, budget_ms=3.0))) if GPU else (fn(), None)[1]
+            warps = bps * 4
+            H.record("probes_littles_law", name, ms, H.reps if GPU else 0, [n], "float32", blocks_per_sm=bps,
+                     warps_per_sm=warps, threads_per_block=128, blocks=g,
+                     loads_in_flight_per_thread=loads, bytes_in_flight_per_sm=warps * 32 * 4 * loads,
+                     gbps=(4 * n / (ms * 1e6)) if ms else None,
+                     note="loads in flight from the sm_90 SASS (data/probe_sass): one_in_flight has 1 LDG per "
+                          "iteration behind a data-dependent exit; w1_u1's loop is unrolled 4x, 4 LDG before the FADDs")
+            if GPU:
+                log(f"{name:24s} {warps:3d} warps/SM: {4 * n / (ms * 1e6):7.0f} GB/s")
+
+
 # --- 5c. memcheck on chapter 10's planted out-of-bounds kernel -----------------------------------------------
 
 
@@ -596,7 +641,7 @@ def cuda_c():
 
 
 PARTS = (("latency", latency), ("smem", smem), ("local", local), ("regcap", regcap), ("scheduling", scheduling),
-         ("atomics", atomics), ("memcheck", memcheck), ("libraries", libraries), ("cuda_c", cuda_c))
+         ("atomics", atomics), ("memcheck", memcheck), ("littles_law", littles_law), ("libraries", libraries), ("cuda_c", cuda_c))
 only = os.environ.get("PROBES_ONLY")
 for part, fn in PARTS:
     if only and part not in only.split(","):
