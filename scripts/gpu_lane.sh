@@ -58,7 +58,7 @@ for step in $WHAT; do
         timeout "$limit" python3 "$s" --out "$LANE/$dir" $args > "$log" 2>&1 || { status=1; echo "FAILED: $s"; }
         tail -8 "$log"
       done <<'LIST'
-measurements 150 scripts/gpu/measure_probes.py
+measurements 220 scripts/gpu/measure_probes.py
 measurements 150 scripts/gpu/measure_memory.py
 measurements 90 scripts/gpu/bench_transfers.py --reps 5
 measurements 40 scripts/gpu/measure_warps.py
