@@ -334,6 +334,8 @@ def compile_target(found: Found, exercise):
         raise Rejected("missing", f"no `def {target}` in the notebook (was the exercise cell deleted, or the "
                                   f"function renamed?){extra}", f"The exercise asks for {exercise.signature}.")
     cell, node, code, kind = found.defs[target]
+    if getattr(exercise, "host", False):
+        return _compile_host(found, exercise, cell, node, code)
     if kind != "kernel":
         raise Rejected("rejected", f"{target} (cell {cell}) is not decorated with @cuda.jit",
                        "Write the kernel as a function decorated with @cuda.jit.")
@@ -387,7 +389,33 @@ _COMPILED_NODES = (
 )
 
 
-def linted_def(fn: ast.FunctionDef, cell) -> ast.FunctionDef:
+def _compile_host(found: Found, exercise, cell, node, src):
+    """A host-code exercise (chapter 08's pipeline): linted by :func:`course.exercises.host.lint_host`, then
+    compiled, like a kernel, from a function node built here (nothing of the ``def`` line is evaluated)."""
+    import numpy as np
+
+    from course.exercises import host as H
+
+    body = [x for x in node.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Constant))]
+    if body and isinstance(body[0], ast.Raise) and body[0].exc is not None and getattr(
+            body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc, "id", "") == "NotImplementedError":
+        raise Rejected("not attempted", "FAILED not written yet: the function still raises NotImplementedError",
+                       getattr(exercise, "stub_hint", ""))
+    problems = H.lint_host(node)
+    if problems:
+        line, msg = problems[0]
+        raise Rejected("rejected", f"cell {cell}, line {line} (in {exercise.target}): {msg}",
+                       "The pipeline needs only its arguments, cuda's streams, arrays and copies, and NumPy dtypes.")
+    fn = linted_def(node, cell, allowed=_COMPILED_NODES + (ast.List, ast.ListComp, ast.comprehension))
+    filename = f"<cell {cell}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    namespace = {"__builtins__": {n: getattr(builtins, n) for n in H.HOST_BUILTINS}, "np": np, "numpy": np,
+                 "__name__": "submission"}
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), filename, "exec"), namespace)
+    return namespace[exercise.target]
+
+
+def linted_def(fn: ast.FunctionDef, cell, allowed=None) -> ast.FunctionDef:
     """A new function node: ``fn``'s name, plain parameter names, number defaults and its (linted) body.
 
     Everything else of the learner's ``def`` line (decorators, annotations, default expressions,
@@ -411,7 +439,7 @@ def linted_def(fn: ast.FunctionDef, cell) -> ast.FunctionDef:
                            type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
     node = ast.copy_location(node, fn)
     for sub in ast.walk(node):
-        if not isinstance(sub, _COMPILED_NODES):
+        if not isinstance(sub, allowed or _COMPILED_NODES):
             raise Rejected("rejected", f"{where}: `{type(sub).__name__}` cannot be used in a CUDA kernel")
         if isinstance(sub, ast.FunctionDef) and sub is not node:
             raise Rejected("rejected", f"{where}: functions defined inside a kernel cannot be used")

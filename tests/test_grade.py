@@ -129,7 +129,9 @@ def test_forgeries_earn_nothing(graded):
     assert rows[2]["status"] == "rejected" and "np.sum" in rows[2]["message"]
     assert "PASS 7/7" not in graded["stdout"]  # the fake verdict it printed never reached us
     run = next(s["run"] for s in graded["results"]["submissions"] if f.endswith(s["submission"]))
-    assert run["errors"] == []  # every forgery ran, including the edit of its copy of course/ (checked in-cell)
+    # every forgery ran; the edit of its copy of course/ failed (read-only), or, in a kernel that owns its copy
+    # (root, no sandbox), changed only that copy (checked in-cell)
+    assert run["errors"] == [] or [(c, e) for c, e, _ in run["errors"]] == [(2, "OSError")], run["errors"]
     assert not os.path.exists("/tmp/pwned")
 
 

@@ -85,7 +85,7 @@ def graded(tmp_path_factory):
          "--cell-timeout", "8", "--timeout", "60", "--launch-timeout", "3", "--deadline", DEADLINE, "--seed", "class-a"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i, out in ((1, outs[0]), (2, outs[1]))]
     logs = [p.communicate(timeout=400) for p in procs]
-    for p, (o, e) in zip(procs, logs):
+    for p, (_o, e) in zip(procs, logs):
         assert p.returncode == 0, e[-3000:]
     merged = tmp / "merged"
     m = subprocess.run([sys.executable, "-m", "course.grade", "merge", str(merged), *map(str, outs)],
@@ -103,6 +103,18 @@ def graded(tmp_path_factory):
             "marks": marks, "outs": outs, "merged": merged, "book_text": book_text, "finished": finished,
             "shard_results": [json.loads((o / "results.json").read_text()) for o in outs],
             "planted": planted_after and not planted_before, "stdout": "".join(o for o, _ in logs)}
+
+
+def _lingerers():
+    """Processes started by lingering_01.ipynb that are still alive."""
+    alive = []
+    for p in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"course-fixture-lingerer" in p.read_bytes():
+                alive.append(p.parent.name)
+        except OSError:
+            pass
+    return alive
 
 
 def rows_of(graded, submission):
@@ -124,14 +136,7 @@ def test_code_in_the_def_line_never_runs_in_the_grader(graded):
 
 def test_processes_the_notebook_started_end_with_it(graded):
     time.sleep(max(0.0, graded["finished"] + 6 - time.time()))  # the lingerers would write after 4 s
-    alive = []
-    for p in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if b"course-fixture-lingerer" in p.read_bytes():
-                alive.append(p.parent.name)
-        except OSError:
-            pass
-    assert alive == []
+    assert _lingerers() == []
     assert (graded["merged"] / "gradebook.csv").read_text(encoding="utf-8") == graded["book_text"]
     for out in graded["outs"]:
         assert "forged" not in (out / "gradebook.csv").read_text(encoding="utf-8")
@@ -344,3 +349,48 @@ def test_deadline_and_shard_arguments_are_checked():
     from course.grade import parse_time
 
     assert parse_time("2026-11-30 14:30:00.000000 UTC") == dt.datetime(2026, 11, 30, 14, 30, tzinfo=dt.timezone.utc)
+
+
+def test_the_fallback_grades_hostile_notebooks_without_bubblewrap(tmp_path):
+    # COURSE_GRADE_SANDBOX=rlimits: what a machine without bubblewrap gets (limits, subreaper sweep)
+    sub = tmp_path / "c"
+    sub.mkdir()
+    # (not a_plant_01: without bubblewrap or another uid its writes would land in this checkout)
+    for name in ("lingering_01.ipynb", "default_arg_01.ipynb", "z_victim_01_programming_model.ipynb"):
+        shutil.copy(HOSTILE / name, sub / name)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "COURSE_GRADE_SANDBOX": "rlimits", "COURSE_FIXTURE_MARKS": str(marks)}
+    env.pop("COURSE_STRICT", None)
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "course.grade", str(sub), "--out", str(out), "--jobs", "2",
+                        "--cell-timeout", "8", "--timeout", "60", "--launch-timeout", "3"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["grader"]["sandbox"]["level"] == "rlimits"
+    subs = {s["submission"]: s for s in results["submissions"]}
+    assert subs["lingering_01.ipynb"]["run"]["processes_killed_after"] >= 2  # the sweep found them
+    assert subs["z_victim_01_programming_model.ipynb"]["run"]["killed"] == ""
+    assert os.listdir(marks) == []
+    time.sleep(5)
+    assert _lingerers() == []
+    assert "forged" not in (out / "gradebook.csv").read_text(encoding="utf-8")
+
+
+def test_verdicts_survive_a_notebook_that_kills_its_grading_process(monkeypatch, tmp_path):
+    # where a notebook can reach its grading process (no bwrap, same uid), killing it must cost no marks:
+    # the verdicts leave the process before the notebook runs
+    from course import grade as G
+
+    def killed(data, opts, slot=0):
+        os.kill(os.getpid(), 9)
+
+    monkeypatch.setattr(G, "run_submission", killed)
+    nb = tmp_path / "right.ipynb"
+    shutil.copy(HOSTILE / "default_arg_01.ipynb", nb)
+    rows = G.grade([nb], tmp_path / "out", quiet=True, launch_timeout=5)
+    r = {x["exercise"]: x for x in rows}
+    assert r["01.vector_add"]["status"] == "pass" and r["01.vector_add"]["score"] == 3
+    assert "stopped its grading process" in r["01.vector_add"]["message"]
+    assert r["01.matrix_add"]["status"] == "rejected"
