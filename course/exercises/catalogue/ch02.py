@@ -180,5 +180,5 @@ register(Exercise(
     hint_wrong=("Each step reads words that other lanes wrote in the step before: if a lane runs ahead, it "
                 "reads an old value. Where must the lanes of the warp wait for each other?"),
     hint_oob="Guard the load of a: the last block is only partly filled, and its missing elements count as 0.",
-    stub_hint="the planted kernel's steps, each split into read, warp sync, write, warp sync",
+    stub_hint="start from the planted kernel: which lanes of warp 0 read words that other lanes write?",
 ))

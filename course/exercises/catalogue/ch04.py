@@ -188,5 +188,5 @@ register(Exercise(
     hint_wrong=("Every element must be counted once: check the last, partial block, and that the shared "
                 "histogram starts at zero in every block."),
     hint_oob="Guard the loads of x: the last block reaches past the end.",
-    stub_hint="zero a shared histogram, syncthreads, count with shared atomics, syncthreads, publish each bin",
+    stub_hint="count into a histogram of the block's own first; publish it once at the end",
 ))

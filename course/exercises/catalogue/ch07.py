@@ -173,5 +173,5 @@ register(Exercise(
     hint_wrong=("After step d every element should hold the sum of up to 2d elements ending at it. If a value "
                 "counts twice, a thread read a word its neighbour had already updated in the same step."),
     hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
-    stub_hint="shared copy; for d = 1, 2, 4 ..: read s[t - d], syncthreads, add, syncthreads; write out",
+    stub_hint="a shared copy of the block's elements; steps d = 1, 2, 4, ... add the value d places to the left",
 ))
