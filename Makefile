@@ -60,6 +60,7 @@ site: $(STAMP)
 
 ## After a GPU lane run with the `execute` step: make site-import TGZ=path/to/lane.tgz (then commit site/executed/).
 site-import: $(STAMP)
+	@test -n "$(TGZ)" || { echo "usage: make site-import TGZ=path/to/lane.tgz (from gpu_lane.sh OUTDIR execute)"; exit 2; }
 	$(BIN)/python site/sitetool.py import $(TGZ)
 	$(BIN)/python site/sitetool.py build
 

@@ -230,6 +230,8 @@ def execute(out: pathlib.Path, *, numbers=None, jobs: int = 1, timeout: int = 90
 
 def import_run(tgz: pathlib.Path, *, allow_cpu: bool = False) -> dict:
     """Unpack ``lane/executed/`` of a GPU lane's lane.tgz into site/executed/ (replacing what is there)."""
+    if not tgz.is_file():
+        raise SystemExit(f"{tgz}: no such file (the lane.tgz that `sh scripts/gpu_lane.sh OUTDIR execute` wrote)")
     with tarfile.open(tgz) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and "/executed/" in f"/{m.name}"]
         files = {pathlib.PurePosixPath(m.name).name: tar.extractfile(m).read() for m in members}
