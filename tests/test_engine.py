@@ -10,10 +10,11 @@ import pytest
 
 from course import backend
 from numba import cuda
+from conftest import seeded_rng
 
 ON_GPU = backend.on_gpu()
 cpu_only = pytest.mark.skipif(ON_GPU, reason="checks a CPU-engine message or scheduling property")
-rng = np.random.default_rng()
+rng = seeded_rng(__name__)
 
 
 # ------------------------------------------------------------------------------------------------ kernels

@@ -14,11 +14,6 @@ from course.validation.engine_suite import SUITE
 CASES = [(name, shape) for name, k in SUITE.items() for shape in (k.shape,) + k.odd_shapes]
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()  # fresh data each run
-
-
 def _check(entry, args, expected):
     for pos, want in zip(entry.outputs, expected):
         got = np.asarray(args[pos])

@@ -19,9 +19,10 @@ import course
 from course.engine import KernelError
 from course.kernels import matmul as mm
 from course.trace import trace
+from conftest import seeded_rng
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RNG = np.random.default_rng()
+RNG = seeded_rng(__name__)
 
 
 def run(v, m, k, n):

@@ -25,8 +25,7 @@ def small_ints(rng, n):
 
 
 @pytest.mark.parametrize("name", list(R.REDUCTION_VERSIONS))
-def test_every_version_exact_on_integers(name):
-    rng = np.random.default_rng()
+def test_every_version_exact_on_integers(name, rng):
     v = R.REDUCTION_VERSIONS[name]
     for n in SIZES:
         a = small_ints(rng, n)
@@ -35,8 +34,7 @@ def test_every_version_exact_on_integers(name):
 
 
 @pytest.mark.parametrize("name", list(R.REDUCTION_VERSIONS))
-def test_every_version_within_tolerance_on_floats(name):
-    rng = np.random.default_rng()
+def test_every_version_within_tolerance_on_floats(name, rng):
     v = R.REDUCTION_VERSIONS[name]
     for n in (33, 1000, 4099):
         a = rng.standard_normal(n).astype(np.float32)
@@ -45,26 +43,23 @@ def test_every_version_within_tolerance_on_floats(name):
 
 
 @pytest.mark.parametrize("name,n", [("grid_stride", (1 << 20) + 7), ("two_pass", (1 << 18) + 7)])
-def test_grid_stride_versions_at_large_sizes(name, n):
-    rng = np.random.default_rng()
+def test_grid_stride_versions_at_large_sizes(name, n, rng):
     a = small_ints(rng, n)
     assert R.REDUCTION_VERSIONS[name].run(a) == R.reference(a)
 
 
 @pytest.mark.parametrize("width,unroll,threads,bps,bounds", [(1, 1, 64, 1, None), (2, 8, 128, 2, None),
                                                              (4, 2, 32, 3, None), (4, 16, 256, 1, (512, 1))])
-def test_sweep_configurations(width, unroll, threads, bps, bounds):
-    rng = np.random.default_rng()
+def test_sweep_configurations(width, unroll, threads, bps, bounds, rng):
     v = R.grid_stride_version(width, unroll, threads, bps, bounds=bounds)
     for n in (1, 3, 1000, 4099):
         a = small_ints(rng, n)
         assert v.run(a) == R.reference(a), (v.name, n)
 
 
-def test_tolerance_by_hand_and_tight_enough():
+def test_tolerance_by_hand_and_tight_enough(rng):
     a = np.ones(100, np.float32)
     assert R.tolerance(a) == pytest.approx(4 * 10 * 2.0**-24 * 100)
-    rng = np.random.default_rng()
     b = rng.standard_normal(1000).astype(np.float32)
     # losing the largest element must fail the check
     k = int(np.argmax(np.abs(b)))

@@ -11,9 +11,10 @@ import pytest
 
 import course  # noqa: F401
 from course.kernels import transfers as tr
+from conftest import seeded_rng
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RNG = np.random.default_rng()
+RNG = seeded_rng(__name__)
 
 
 @pytest.mark.parametrize("n", [1, 33, 1000])

@@ -37,8 +37,7 @@ def test_registry_is_in_teaching_order_with_one_line_ideas():
 
 
 @pytest.mark.parametrize("v", VERSIONS, ids=IDS)
-def test_every_version_transposes_awkward_shapes(v):
-    rng = np.random.default_rng()
+def test_every_version_transposes_awkward_shapes(v, rng):
     for shape, dtype in (((17, 16), "int32"), ((1, 33), "float32"), ((68, 100), "int32"), ((64, 96), "float32")):
         _check(v, shape, dtype, rng)
     if "float64" in v.dtypes:
@@ -60,8 +59,7 @@ def test_the_wide_paths_are_taken_where_they_can_be():
     assert T.TRANSPOSE_VERSIONS["vec4"].args(f64, np.zeros((192, 128)))[-1] == 0
 
 
-def test_sweep_candidates_are_correct_too():
-    rng = np.random.default_rng()
+def test_sweep_candidates_are_correct_too(rng):
     names = [v.name for v in T.sweep_candidates()]
     assert len(names) == len(set(names)) and not set(names) & set(IDS)
     for v in T.sweep_candidates():
@@ -70,8 +68,7 @@ def test_sweep_candidates_are_correct_too():
         _check(v, (33, 70), "float32", rng)  # edges
 
 
-def test_copy_kernels_copy():
-    rng = np.random.default_rng()
+def test_copy_kernels_copy(rng):
     for k, dtype, per_row in ((T.copy_kernel(4), np.int32, 1), (T.copy_kernel(8), np.int64, 1), (T.copy16_kernel(), np.int32, 4)):
         n = 3000 if per_row == 1 else 750  # not a multiple of the block's share: the tail is guarded
         shape = (n,) if per_row == 1 else (n, per_row)
@@ -124,8 +121,7 @@ def test_tracer_sees_the_bank_conflicts_of_seed_000():
 
 @pytest.mark.skipif(not ON_GPU, reason="1025×512 for every version takes minutes on the CPU engine; the GPU lane runs it")
 @pytest.mark.parametrize("v", VERSIONS, ids=IDS)
-def test_every_version_on_1025x512_on_the_gpu(v):
-    rng = np.random.default_rng()
+def test_every_version_on_1025x512_on_the_gpu(v, rng):
     for dtype in ("int32", "float32", "float64"):
         _check(v, (1025, 512), dtype, rng)
         _check(v, (512, 1024), dtype, rng)

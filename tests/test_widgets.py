@@ -14,6 +14,7 @@ import pytest
 from course.kernels import shared_memory as sm
 from course.widgets import banks
 from course.widgets.banks import PatternError, Tile, explore
+from conftest import seeded_rng
 
 # --- the tile: where logical elements live --------------------------------------------------------------
 
@@ -256,8 +257,7 @@ def test_explorer_shows_a_bad_expression_and_keeps_the_last_drawing():
 
 
 @pytest.mark.parametrize("name,itemsize", [("strided_read", 4), ("strided_read_f64", 8), ("strided_read_c128", 16)])
-def test_strided_kernels_match_numpy(name, itemsize):
-    rng = np.random.default_rng()
+def test_strided_kernels_match_numpy(name, itemsize, rng):
     inp = sm.random_1d(rng, itemsize)
     # 3 blocks of 48 threads: the second warp of each block is half empty
     for stride in (0, 1, 2, 7, 32, 33):
@@ -265,8 +265,7 @@ def test_strided_kernels_match_numpy(name, itemsize):
         np.testing.assert_array_equal(out, sm.reference_strided(inp, stride, 3, 48))
 
 
-def test_broadcast_and_indexed_kernels_match_numpy():
-    rng = np.random.default_rng()
+def test_broadcast_and_indexed_kernels_match_numpy(rng):
     inp = sm.random_1d(rng)
     out = np.zeros(2 * 40, np.float32)
     sm.broadcast_read[2, 40](inp, out)
@@ -278,8 +277,7 @@ def test_broadcast_and_indexed_kernels_match_numpy():
 
 
 @pytest.mark.parametrize("name", [n for n, v in sm.KERNELS.items() if v.kind == "tile"])
-def test_tile_kernels_match_numpy(name):
-    rng = np.random.default_rng()
+def test_tile_kernels_match_numpy(name, rng):
     itemsize = sm.KERNELS[name].itemsize
     for n_tiles in (1, 3):
         inp = sm.random_tiles(rng, n_tiles, itemsize)
@@ -329,7 +327,7 @@ def test_ncu_cases_are_well_formed():
 def report34():
     from course.trace import trace
 
-    x = sm.random_tiles(np.random.default_rng(), 1)
+    x = sm.random_tiles(seeded_rng(__name__, "report34"), 1)
     out = np.zeros_like(x)
     report = trace(sm.tile_columns_pad34, 1, (32, 32), x, out, lines=False)
     np.testing.assert_array_equal(out, sm.reference_tile_transpose(x))
@@ -403,8 +401,7 @@ def test_three_way_evidence(tmp_path):
 # --- the timed kernels and their GPU script -------------------------------------------------------------------
 
 
-def test_timed_kernels_match_numpy():
-    rng = np.random.default_rng()
+def test_timed_kernels_match_numpy(rng):
     out = np.full(2 * 48, np.nan, np.float32)
     for stride in (1, 2, 33):
         sm.conflict_loop[2, 48](out, stride, 40)
@@ -468,11 +465,11 @@ def _shared_load(report):
 
 
 @pytest.mark.parametrize("name", sorted(EXPLORER_FOR_TILE_KERNEL))
-def test_explorer_equals_tracer_on_tile_kernels(name):
+def test_explorer_equals_tracer_on_tile_kernels(name, rng):
     from course.trace import trace
 
     itemsize = sm.KERNELS[name].itemsize
-    x = sm.random_tiles(np.random.default_rng(), 1, itemsize)
+    x = sm.random_tiles(rng, 1, itemsize)
     wa = _shared_load(trace(sm.KERNELS[name].kernel, 1, (32, 32), x, np.zeros_like(x), lines=False))
     a = explore(itemsize=itemsize, **EXPLORER_FOR_TILE_KERNEL[name])
     assert [la.offset for la in wa.lanes] == list(a.addrs)  # the same bytes of the tile
@@ -481,10 +478,10 @@ def test_explorer_equals_tracer_on_tile_kernels(name):
 
 
 @pytest.mark.parametrize("itemsize,name", [(4, "strided_read"), (8, "strided_read_f64"), (16, "strided_read_c128")])
-def test_explorer_equals_tracer_on_strided_kernels(itemsize, name):
+def test_explorer_equals_tracer_on_strided_kernels(itemsize, name, rng):
     from course.trace import trace
 
-    x = sm.random_1d(np.random.default_rng(), itemsize)
+    x = sm.random_1d(rng, itemsize)
     for stride in (1, 2, 3, 8, 32, 33):
         wa = _shared_load(trace(sm.KERNELS[name].kernel, 1, 32, x, np.zeros(32, x.dtype), stride, lines=False))
         a = explore(pattern="stride", value=stride, itemsize=itemsize)  # a 32×32 tile is the 1024 elements

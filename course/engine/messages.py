@@ -37,8 +37,8 @@ def _typed(cls):
 
 
 def typed_error(cls, message, **info):
-    err = _typed(cls)(message, **info)
-    return err
+    """A KernelError that is also a ``cls``, with ``message`` and the ``info`` of :class:`KernelError`."""
+    return _typed(cls)(message, **info)
 
 
 class LaunchTimeout(BaseException):
@@ -149,7 +149,7 @@ def divergence_error(lau, at_bar):
     )
 
 
-def stuck_error(lau, waiting, states, live):
+def stuck_error(lau, waiting, states):
     exited = [ts for ts in states if ts.wait == "exited"]
     sample = waiting[0]
     code, line = sample.site

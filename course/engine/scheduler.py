@@ -159,7 +159,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
             runq = sorted(at_bar, key=sort_key)
             waiting = []
             continue
-        raise stuck_error(lau, waiting, states, live)
+        raise stuck_error(lau, waiting, states)
 
 
 def _resolve_warps(lau, waiting, states):
@@ -192,7 +192,7 @@ def _resolve_warps(lau, waiting, states):
             needed = [t for t in warp_states if (mask >> t.lane) & 1 and t.wait != "exited"]
             if any(t.lane not in here for t in needed):
                 continue
-            _compute_collective(kind, lanes, mask, warp_states)
+            _compute_collective(kind, lanes)
         if kind == "syncwarp":
             # the one warp-level operation that orders memory: an event the tracer can name.  shfl_*_sync, votes
             # and match order execution only (racecheck reports a shared store, a shfl, a neighbour's load);
@@ -213,7 +213,7 @@ def _i32(bits):
     return np.uint32(bits).view(np.int32)
 
 
-def _compute_collective(kind, lanes, mask, warp_states):
+def _compute_collective(kind, lanes):
     by_lane = {t.lane: t for t in lanes}
     if kind == "syncwarp":
         for t in lanes:

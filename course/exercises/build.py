@@ -20,7 +20,7 @@ BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION\b.*$")
 END = re.compile(r"^[ \t]*# END SOLUTION\b.*$")
 
 
-def _stub_hint(source: str, before: str) -> str:
+def _stub_hint(before: str) -> str:
     """The stub hint for a solution block: the exercise whose function encloses it, else a generic one."""
     defs = re.findall(r"^\s*def\s+(\w+)\s*\(", before, re.M)
     for target in reversed(defs):
@@ -48,7 +48,7 @@ def strip_solutions(source: str, where: str = "cell") -> str:
             j += 1
         if j == len(lines):
             raise ValueError(f"{where}: '# BEGIN SOLUTION' at line {i + 1} has no '# END SOLUTION'")
-        hint = _stub_hint(source, "\n".join(lines[:i]))
+        hint = _stub_hint("\n".join(lines[:i]))
         out.append(f"{m.group('indent')}raise NotImplementedError({hint!r})")
         i = j + 1
     return "\n".join(out)

@@ -65,7 +65,8 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     run = kernel
     tracer = None
     g = fn.__globals__
-    saved = {k: g[k] for k in (TID_FN,) if k in g}
+    missing = object()
+    saved = g.get(TID_FN, missing)  # the kernel module's own value of the name, put back afterwards
     if lines:
         inst = instrument(fn)
         if inst is not None:
@@ -73,7 +74,9 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
             run = inst
             rec.kcode = inst.__code__
             rec.array_class = make_array_class(rec)
-            tid_fn = lambda: rec.new_thread_lines()  # noqa: E731
+            def tid_fn():
+                return rec.new_thread_lines()
+
             rec.helpers = (tid_fn,)  # it never waits: the engine may still run threads as plain calls
             g[TID_FN] = tid_fn
         else:
@@ -88,11 +91,10 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     finally:
         if tracer is not None:
             sys.settrace(old)
-        for k in (TID_FN,):
-            if k in saved:
-                g[k] = saved[k]
-            else:
-                g.pop(k, None)
+        if saved is missing:
+            g.pop(TID_FN, None)
+        else:
+            g[TID_FN] = saved
     rec.flush()
     seconds = time.perf_counter() - t0
     return Report(rec, fn.__name__, griddim, blockdim, seconds, lines)
