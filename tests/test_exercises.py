@@ -323,11 +323,15 @@ def _solution_function(name):
 
 def _run_definitions(path):
     """Run a notebook's code cells in order, except the show(...) and check(...) calls: its definitions."""
+    import linecache
+
     nb = nbformat.read(path, as_version=4)
     scope = {}
-    for c in nb.cells:
+    for k, c in enumerate(nb.cells):
         if c.cell_type == "code" and not c.source.lstrip().startswith(("show(", "check(")):
-            exec(compile(c.source, str(path.relative_to(ROOT)), "exec"), scope)
+            name = f"<{path.relative_to(ROOT)} cell {k}>"  # as IPython does: inspect.getsource finds each cell
+            linecache.cache[name] = (len(c.source), None, c.source.splitlines(True), name)
+            exec(compile(c.source, name, "exec"), scope)
     return scope
 
 

@@ -147,6 +147,23 @@ def test_transpose_mine_scores_the_fraction_of_the_copy_reached(monkeypatch):
     assert not ok and "not timed" in detail and "differ from the NumPy reference" in detail
 
 
+def test_transpose_mine_is_timed_in_a_fresh_process():
+    # the grader judges in a forked process, where CUDA cannot be used: the timing runs in a new one, from the
+    # kernel's source. On a CPU backend that process says timing needs a GPU, which shows the source got there,
+    # compiled, and reached the timer.
+    from test_exercises import _solution_function
+
+    from course.backend import on_gpu
+    from course.exercises.catalogue import ch05
+
+    if on_gpu():
+        pytest.skip("on a GPU the timing itself is tested below")
+    req = ch05._kernel_request(_solution_function("05.transpose_mine"))
+    assert req["name"] == "transpose_mine" and req["constants"] == {"TILE": 32} and "@" not in req["source"]
+    ok, detail = ch05.reaches_copy(0.5).measure(None, {"kernel": _solution_function("05.transpose_mine")})
+    assert not ok and "not timed" in detail and "needs a real GPU" in detail, detail
+
+
 def test_transpose_mine_is_timed_only_on_a_gpu():
     from course.backend import on_gpu
 

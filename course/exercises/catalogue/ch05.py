@@ -125,40 +125,112 @@ MINE_SHAPE = (8192, 8192)  # timed on a GPU: 256 MB per matrix, large enough to 
 MINE_TIERS = (0.5, 0.8)  # fractions of the device copy's bandwidth, one point each
 
 
-def _mine_timing():
-    """(copy_ms, mine_ms) per kernel: run once, checked against NumPy, then timed with course.bench."""
-    cache = {}
+def time_against_copy(kernel) -> dict:
+    """{"copy_ms", "mine_ms"}: ``kernel`` run once on a MINE_SHAPE matrix and checked against NumPy, then it and
+    the device copy (course.kernels.transpose.copy_kernel) timed with course.bench (medians of 10). GPU only."""
+    from numba import cuda
 
-    def timed(kernel):
-        key = id(kernel)
-        if key in cache:
-            return cache[key]
-        from numba import cuda
+    from course import bench
+    from course.kernels.transpose import copy_kernel
 
-        from course import bench
-        from course.kernels.transpose import copy_kernel
+    bench.require_gpu("timing transpose_mine")  # before anything: on a CPU backend, say so at once
+    rng = np.random.default_rng(15)
+    rows, cols = MINE_SHAPE
+    src = rng.standard_normal(MINE_SHAPE, dtype=np.float32)
+    d_src = cuda.to_device(src)
+    d_dst = cuda.device_array((cols, rows), np.float32)
+    grid = ceil_div(cols, TP_TILE) * ceil_div(rows, TP_TILE)
 
-        rng = np.random.default_rng(15)
-        rows, cols = MINE_SHAPE
-        src = rng.standard_normal(MINE_SHAPE, dtype=np.float32)
-        d_src = cuda.to_device(src)
-        d_dst = cuda.device_array((cols, rows), np.float32)
-        grid = ceil_div(cols, TP_TILE) * ceil_div(rows, TP_TILE)
-        run = lambda: kernel[grid, MINE_TPB](d_src, d_dst)  # noqa: E731
-        bench.verify(run, d_dst, src.T, what="transpose_mine")
-        copy = copy_kernel(4)
-        flat_src, flat_dst = d_src.reshape(rows * cols), d_dst.reshape(rows * cols)
-        cgrid = ceil_div(rows * cols, copy.threads * copy.per_thread)
-        run_copy = lambda: copy[cgrid, copy.threads](flat_src, flat_dst)  # noqa: E731
-        copy_ms = float(np.median(bench.time_ms(run_copy, reps=10)))
-        mine_ms = float(np.median(bench.time_ms(run, reps=10)))
-        cache[key] = (copy_ms, mine_ms)
-        return cache[key]
+    def run():
+        kernel[grid, MINE_TPB](d_src, d_dst)
 
-    return timed
+    bench.verify(run, d_dst, src.T, what="transpose_mine")
+    copy = copy_kernel(4)
+    flat_src, flat_dst = d_src.reshape(rows * cols), d_dst.reshape(rows * cols)
+    cgrid = ceil_div(rows * cols, copy.threads * copy.per_thread)
+
+    def run_copy():
+        copy[cgrid, copy.threads](flat_src, flat_dst)
+
+    return {"copy_ms": float(np.median(bench.time_ms(run_copy, reps=10))),
+            "mine_ms": float(np.median(bench.time_ms(run, reps=10)))}
 
 
-_TIMED = _mine_timing()
+# The timing runs in a fresh Python process: the grader judges each kernel in a forked process, and CUDA
+# cannot be used in a process forked after the driver was initialised (course.backend does that on a GPU).
+# The child gets the kernel's source (already linted by check() or the grader), the numbers it reads from
+# its module, and compiles it with the same restricted names the grader gives a kernel.
+_CHILD = r"""
+import json, math, sys
+import course  # noqa: F401  (the backend first)
+import numba
+import numpy as np
+from numba import cuda
+from course.exercises.catalogue.ch05 import time_against_copy
+from course.exercises.lint import SAFE_BUILTINS
+import builtins
+req = json.loads(sys.stdin.read())
+ns = {"__builtins__": {n: getattr(builtins, n) for n in SAFE_BUILTINS}, "cuda": cuda, "math": math, "np": np,
+      "numpy": np, "numba": numba, "__name__": "timed"}
+for name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+             "uint64", "intp"):
+    if hasattr(numba, name):
+        ns[name] = getattr(numba, name)
+ns.update(req["constants"])
+try:
+    exec(compile(req["source"], "<transpose_mine>", "exec"), ns)
+    print(json.dumps(time_against_copy(cuda.jit(ns[req["name"]]))))
+except Exception as err:
+    print(json.dumps({"error": f"{type(err).__name__}: {err}"}))
+"""
+
+
+def _kernel_request(kernel) -> dict:
+    """The kernel's source without decorators, its name, and the numbers it reads from its module."""
+    import ast
+    import inspect
+    import textwrap
+
+    from course.exercises.lint import py_func
+
+    fn = py_func(kernel)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError) as err:
+        raise ValueError(f"the kernel's source cannot be read, so it cannot be timed in a fresh process ({err})") from err
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    node.decorator_list = []
+    consts = {k: v for k, v in getattr(fn, "__globals__", {}).items()
+              if k in fn.__code__.co_names and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"source": ast.unparse(node), "name": node.name, "constants": consts}
+
+
+_TIMINGS: dict = {}
+
+
+def _TIMED(kernel):
+    """(copy_ms, mine_ms) for ``kernel``, timed in a fresh process (see _CHILD); cached per source."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    req = _kernel_request(kernel)
+    key = json.dumps(req, sort_keys=True)
+    if key not in _TIMINGS:
+        root = str(pathlib.Path(__file__).resolve().parents[3])  # the folder that holds the course package
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "")
+                                                                    .split(os.pathsep) if p]))
+        proc = subprocess.run([sys.executable, "-c", _CHILD], input=key, capture_output=True, text=True,
+                              timeout=300, env=env)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        out = json.loads(lines[-1]) if lines else {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+        _TIMINGS[key] = out
+    out = _TIMINGS[key]
+    if "error" in out:
+        raise RuntimeError(out["error"])
+    return out["copy_ms"], out["mine_ms"]
 
 
 def reaches_copy(fraction: float) -> Property:
