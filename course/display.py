@@ -154,3 +154,114 @@ def bandwidth_plot(names, records, title: str, *, libs=LIBS) -> None:
         ax.legend(loc="upper left", fontsize=8)
     plt.tight_layout()
     plt.show()
+
+
+# --- what the GPU run recorded about each kernel: its SASS and its Nsight Compute profile (chapter 05) ------
+
+MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDL", "STL")
+
+
+def sass_table(names, records) -> Table:
+    """Registers, SASS instructions and memory instructions of each variant, from the SASS the GPU run dumped."""
+    from course import measurements
+
+    by = measurements.by_variant(records)
+    rows = []
+    for name in names:
+        sass = by.get(name, {}).get("sass")
+        if not sass or "instructions" not in sass:
+            rows.append([name, (sass or {}).get("registers"), measurements.NOT_MEASURED, ""])
+            continue
+        mem = ", ".join(f"{k} {v}" for k, v in sorted(sass["ops"].items()) if k[:3] in MEMORY_OPS)
+        rows.append([name, sass["registers"], sass["instructions"], mem])
+    return Table(["version", "regs", "SASS instr", "memory instructions"], rows)
+
+
+NCU_COLUMNS = (("DRAM %", "DRAM Throughput"), ("instr (M)", "sm__inst_executed.sum"),
+               ("cycles/issue", "Warp Cycles Per Issued Instruction"), ("no eligible %", "No Eligible"),
+               ("occupancy %", "Achieved Occupancy"), ("regs", "Registers Per Thread"))
+
+
+def ncu_value(profile: dict, name: str):
+    """A metric of a recorded Nsight Compute profile by name (its key may carry a unit: ``name [unit]``)."""
+    for key, value in profile.items():
+        if key == name or key.startswith(name + " ["):
+            return value
+    return None
+
+
+def ncu_table(names, records, columns=NCU_COLUMNS) -> Table:
+    """One row per variant: the recorded Nsight Compute metrics of ``columns`` ((label, metric) pairs)."""
+    from course import measurements
+
+    by = measurements.by_variant(records)
+    rows = []
+    for name in names:
+        prof = by.get(name, {}).get("ncu")
+        if not prof:
+            rows.append([name, measurements.NOT_MEASURED])
+            continue
+        cells = []
+        for label, metric in columns:
+            v = ncu_value(prof, metric)
+            if isinstance(v, (int, float)) and label.startswith("instr"):
+                v = v / 1e6
+            cells.append(f"{v:.1f}" if isinstance(v, (int, float)) else (v or DASH))
+        rows.append([name] + cells)
+    return Table(["version"] + [label for label, _ in columns], rows)
+
+
+def sweep_plot(records, *, xlabel: str = "GB/s (16384² int32); red: registry versions, purple: sweep"):
+    """Bars of every recorded course and sweep variant, with memcpy, 0.8 × memcpy and 3 × CuPy; returns the best."""
+    from course import measurements
+
+    ours = sorted((r for r in records if r.get("category") in ("course", "sweep") and r.get("gbps")),
+                  key=lambda r: r["gbps"])
+    if not ours:
+        print("sweep:", measurements.NOT_MEASURED)
+        return None
+    import matplotlib.pyplot as plt
+
+    by = measurements.by_variant(records)
+    fig, ax = plt.subplots(figsize=(9, 0.22 * len(ours) + 1))
+    ax.barh([r["variant"] for r in ours], [r["gbps"] for r in ours],
+            color=["#c44e52" if r.get("category") == "course" else "#8172b2" for r in ours])
+    if by.get("memcpy", {}).get("gbps"):
+        ax.axvline(by["memcpy"]["gbps"], color="black", ls="--", lw=1, label="memcpy")
+        ax.axvline(0.8 * by["memcpy"]["gbps"], color="grey", ls=":", lw=1, label="0.80 × memcpy")
+    if by.get("cupy", {}).get("gbps"):
+        ax.axvline(3 * by["cupy"]["gbps"], color="#dd8452", ls=":", lw=1, label="3 × CuPy")
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8, loc="lower right")
+    plt.tight_layout()
+    plt.show()
+    return ours[-1]
+
+
+# --- recorded runs, looked up by the chapters (chapters 02-04) ----------------------------------------------
+
+
+def recorder(records: dict):
+    """``recorded(benchmark, variant, field="ms")`` over ``claims.load_records()``: a field of a recorded run, or None."""
+
+    def recorded(benchmark, variant, field="ms"):
+        rec = records.get((benchmark, variant))
+        return None if rec is None else rec.get(field)
+
+    return recorded
+
+
+def measured(value, unit: str = "ms", spec: str = ".3f") -> str:
+    """``value`` with its unit, or "not measured yet" when no run has recorded it."""
+    from course import measurements
+
+    return measurements.NOT_MEASURED if value is None else f"{value:{spec}} {unit}"
+
+
+def per_request(counts: dict, case: str, kind: str = "global_load"):
+    """Sectors (global) or wavefronts (shared) per request of ``kind`` in one case's recorded counts, or None."""
+    hw = counts.get(case)
+    unit = "sectors" if kind.startswith("global") else "wavefronts"
+    if not hw or not hw.get(f"{kind}_requests"):
+        return None
+    return hw[f"{kind}_{unit}"] / hw[f"{kind}_requests"]

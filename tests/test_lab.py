@@ -87,3 +87,15 @@ def test_lab_paths_fit_two_hours_and_name_real_places():
                     assert re.search(rf"^## {n}(\.| ·)", headings, re.M), f"{path.title}: chapter {step.chapter} has no §{n}"
             if "Predict" in step.sections:
                 assert "## Predict, run, see" in headings
+
+
+def test_recorded_sass_and_ncu_tables():
+    recs = [{"variant": "a", "sass": {"registers": 20, "instructions": 72, "ops": {"LDG.E": 1, "FFMA": 9}},
+             "ncu": {"DRAM Throughput [%]": 11.5, "sm__inst_executed.sum": 121.6e6}},
+            {"variant": "b"}]
+    sass = str(display.sass_table(["a", "b"], recs))
+    assert "LDG.E 1" in sass and "FFMA" not in sass and "not measured" in sass.splitlines()[2]
+    ncu = str(display.ncu_table(["a", "b"], recs))
+    assert "11.5" in ncu and "121.6" in ncu
+    assert display.ncu_value({"DRAM Throughput [%]": 3}, "DRAM Throughput") == 3
+    assert display.sweep_plot([]) is None
