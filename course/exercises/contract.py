@@ -59,6 +59,9 @@ class Exercise:
     # kernel the host code is given to launch
     host_judge: Optional[Callable] = None
     host_kernel: Optional[Callable] = None
+    # how the grader turns a submitted host function's def node into a function: lint it with the
+    # exercise's whitelist and compile only that (raises ValueError with the reason when rejected)
+    host_compile: Optional[Callable] = None
 
     @property
     def chapter(self) -> int:

@@ -337,4 +337,5 @@ register(Exercise(
                 "shares launch nothing, and that you add every partial of every device."),
     stub_hint="shares from the weights; per device: with cuda.gpus[d]: copy in, partials, launch; add the partials",
     host_judge=judge_split,
+    host_compile=compile_split,
 ))
