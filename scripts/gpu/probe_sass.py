@@ -86,6 +86,7 @@ for name, module, expr, sig, cap in jobs:
 sys.stdout.write("\n@@PTX@@" + json.dumps(out))
 '''
 
+MAX_LINES = 4000  # a listing longer than this is cut (the counts in probe_sass.json cover all of it)
 PTXAS_V = re.compile(r"Used (\d+) registers")
 instructions = sass_instructions
 
@@ -159,7 +160,9 @@ def main():
     if "@@PTX@@" not in r.stdout:
         sys.exit("probe_sass: the compile child failed:\n" + scrub(r.stderr[-3000:]))
     ptxs = json.loads(r.stdout.split("@@PTX@@", 1)[1])
-    summary = {"toolchain": {"ptxas": tools["version"], "arch": "sm_90"}}
+    old = out / "probe_sass.json"
+    summary = json.loads(old.read_text()) if old.exists() and args.only else {}  # --only updates the named kernels
+    summary["toolchain"] = {"ptxas": tools["version"], "arch": "sm_90"}
     for name, module, expr, sig, cap in jobs:
         got = ptxs[name]
         if "error" in got:
@@ -191,10 +194,12 @@ def main():
         res.update(summarise(ins))
         if name.startswith("ffma_chain") and "innermost_loop" in res:
             res["chain"] = ffma_chain_check(res["innermost_loop"]["body"])
+        shown = ins[:MAX_LINES]
         (out / "sass" / f"{name}.sass").write_text(
             f"// {module}.{expr} {sig}, ptxas {tools['version']} -arch=sm_90 -O3"
             + (f" -maxrregcount={cap}" if cap else "") + "\n"
-            + "\n".join(f"/*{a:04x}*/ {t}" for a, t in ins) + "\n")
+            + "\n".join(f"/*{a:04x}*/ {t}" for a, t in shown) + "\n"
+            + (f"// … {len(ins) - MAX_LINES} more instructions (counts in probe_sass.json)\n" if len(ins) > MAX_LINES else ""))
         summary[name] = res
         lp = res.get("innermost_loop", {})
         print(f"{name:22s} regs {res['registers']!s:>4} spill {res['spill_stores_bytes']:>5}B frame "
