@@ -213,6 +213,9 @@ def test_pages_in_chromium_stay_inside_the_site(served, browser):
                 problems.append(f"{path}: images that did not load: {bad}")
             if path.startswith(("05_", "07_")):
                 assert images, f"{path} shows no picture"  # plots arrive as image files
+            if path == "index.html":  # Chinese terms need a font that has them, from the reader's system
+                fonts = page.evaluate("getComputedStyle(document.querySelector('h1')).fontFamily")
+                assert "Noto Sans CJK SC" in fonts and "Microsoft YaHei" in fonts, fonts
         finally:
             page.close()
     assert not problems, "\n".join(problems)
