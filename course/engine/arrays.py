@@ -19,10 +19,10 @@ def as_dtype(dtype):
         pass
     try:
         result = np.dtype(dtype)
-    except TypeError:
-        from numba.cuda.np import numpy_support
+    except TypeError:  # a numba type (float32 …): numba knows its NumPy dtype
+        from course.engine.simulator import numpy_dtype
 
-        result = numpy_support.as_dtype(dtype)
+        result = numpy_dtype(dtype)
     try:
         _dtype_cache[dtype] = result
     except TypeError:  # unhashable

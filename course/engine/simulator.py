@@ -47,6 +47,13 @@ def kernel_py_func(kernel):
 
 
 
+def numpy_dtype(numba_type):
+    """The NumPy dtype of a numba type (``float32``, a record type …) that ``np.dtype`` does not know."""
+    from numba.cuda.np import numpy_support
+
+    return numpy_support.as_dtype(numba_type)
+
+
 def host_array(arg):
     """The NumPy array behind a device array of numba's simulator (``FakeCUDAArray``), else None."""
     if type(arg).__name__ == "FakeCUDAArray":
