@@ -527,3 +527,14 @@ def test_kernels_type_for_the_gpu_target():
                           env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_BACKEND"})
     assert "checked 17 kernels" in done.stdout, done.stdout + done.stderr
     assert "GPU typing errors: []" in done.stdout, done.stdout
+
+
+def test_bank_explorer_pass_colours_stay_distinct_and_the_tile_sits_by_its_controls():
+    from course.widgets import banks
+
+    colours = [banks._pass_colour(p) for p in range(32)]  # a 32-way conflict has 32 passes
+    assert len(set(colours)) == 32
+    ex = banks.bank_explorer(pattern="column")
+    top = ex.widget.children[0]
+    assert ex.w_tile in top.children and ex.w_pad in top.children[0].children  # picture beside the controls
+    assert ex.w_pattern.style.button_width == "auto"  # "expression" is not cut

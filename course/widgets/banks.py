@@ -441,7 +441,12 @@ PASS_COLOURS = ("#111111", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"
 
 
 def _pass_colour(p: int) -> str:
-    return PASS_COLOURS[min(p, len(PASS_COLOURS) - 1)]
+    """The outline colour of pass ``p``: eight fixed colours, then a distinct dark hue per pass up to 32."""
+    if p < len(PASS_COLOURS):
+        return PASS_COLOURS[p]
+    # golden-angle steps around the wheel: no two of the 24 later passes share a hue; dark enough to read
+    hue = (20 + (p - len(PASS_COLOURS)) * 137.508) % 360
+    return f"hsl({hue:.0f},75%,{32 if p % 2 else 42}%)"
 
 
 def _lanes_text(lanes: list[int]) -> str:
@@ -582,22 +587,23 @@ class BankExplorer:
         import ipywidgets as w
 
         style = {"description_width": "initial"}
-        lay = w.Layout(width="230px")
+        lay = w.Layout(width="300px")
         self.w_rows = w.BoundedIntText(self.rows, min=1, max=MAX_SIDE, description="rows", style=style, layout=lay)
         self.w_cols = w.BoundedIntText(self.cols, min=1, max=MAX_SIDE, description="data columns", style=style,
                                        layout=lay)
         self.w_pad = w.IntSlider(self.pad, min=0, max=8, description="padding columns", style=style,
-                                 continuous_update=True)
+                                 continuous_update=True, layout=lay)
         self.w_itemsize = w.Dropdown(options=[(f"{s} bytes", s) for s in ELEMENT_SIZES], value=self.itemsize,
                                      description="element size", style=style, layout=lay)
         self.w_swizzle = w.Checkbox(self.swizzle, description="XOR swizzle: tile[row][col ^ row]", style=style,
                                     indent=False)
         self.w_pattern = w.ToggleButtons(options=list(PATTERNS), value=self.pattern, description="warp reads",
-                                         style={"button_width": "90px", "description_width": "initial"})
+                                         style={"button_width": "auto", "description_width": "initial"},
+                                         layout=w.Layout(width="auto"))
         self.w_value = w.IntSlider(self.value, min=0, max=64, description="row / column / stride", style=style,
-                                   continuous_update=True)
+                                   continuous_update=True, layout=lay)
         self.w_expr = w.Text(self.expression, description="expression of lane", style=style,
-                             layout=w.Layout(width="460px"), continuous_update=False)
+                             layout=lay, continuous_update=False)
         self.w_summary = w.HTML(layout=w.Layout(min_height="2.5em"))
         self.w_summary.add_class("bank-summary")
         self.w_tile = w.HTML()
@@ -608,13 +614,12 @@ class BankExplorer:
                          self.w_value, self.w_expr]
         for c in self.controls:
             c.observe(self._changed, names="value")
+        # the controls in a column on the left, the tile they change beside them; the passes below both
+        controls = w.VBox([self.w_rows, self.w_cols, self.w_itemsize, self.w_pad, self.w_swizzle, self.w_pattern,
+                           self.w_value, self.w_expr], layout=w.Layout(min_width="320px", margin="0 16px 0 0"))
         self.widget = w.VBox([
-            w.HBox([self.w_rows, self.w_cols, self.w_itemsize]),
-            w.HBox([self.w_pad, self.w_swizzle]),
-            self.w_pattern,
-            w.HBox([self.w_value, self.w_expr]),
+            w.HBox([controls, self.w_tile], layout=w.Layout(align_items="flex-start")),
             self.w_summary,
-            w.HBox([self.w_tile]),
             w.HTML("<b>The same access, bank by bank, pass by pass</b> (each pass delivers at most one "
                    "4-byte word per bank; lanes that share a word share its pass):"),
             self.w_passes,
