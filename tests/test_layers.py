@@ -126,3 +126,45 @@ def test_exemptions_are_still_needed():
     lengths = _lengths()
     done = [f for f in OVER_THE_LIMIT if lengths.get(f, 0) <= MAX_LINES]
     assert not done, f"no longer over {MAX_LINES} lines (or gone): remove from OVER_THE_LIMIT: {done}"
+
+
+# A layer imports only from the layers below it (lazy imports inside functions count too): choose the
+# backend and the device's facts, then run (engine), count (analysis), record (trace).
+BELOW = {
+    "course.device": set(),
+    "course.engine": {"course", "course.device"},
+    "course.analysis": {"course", "course.device"},
+    "course.analysis_vectorised": {"course", "course.device", "course.analysis"},
+    "course.trace": {"course", "course.device", "course.engine", "course.analysis", "course.analysis_vectorised",
+                     "course.compiler"},
+}
+
+
+def _course_imports(path: pathlib.Path) -> set:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] if node.module != "course" else [f"course.{a.name}" for a in node.names]
+            out.update(n for n in names if n == "course" or n.startswith("course."))
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name == "course" or a.name.startswith("course."))
+    return out
+
+
+def _layer_of(module: str) -> str:
+    return max((layer for layer in BELOW if module == layer or module.startswith(layer + ".")), key=len,
+               default=module)
+
+
+@pytest.mark.parametrize("layer", sorted(BELOW))
+def test_a_layer_imports_only_from_the_layers_below(layer):
+    wrong = {}
+    for module, path in MODULES.items():
+        if _layer_of(module) != layer:
+            continue
+        for imported in _course_imports(path):
+            target = _layer_of(imported) if imported != "course" else "course"
+            if target != layer and target not in BELOW[layer]:
+                wrong.setdefault(str(path.relative_to(ROOT)), set()).add(imported)
+    assert not wrong, f"{layer} reaches up into a higher layer (pass what it needs down, or move the code): {wrong}"
+
