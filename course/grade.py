@@ -1199,7 +1199,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         entries = [e for e in entries if shard_of(e.label, shard[1]) == shard[0]]
     opts = {"cell_timeout": cell_timeout, "timeout": timeout, "seed": seed, "sandbox": use_sandbox,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
-    scratch = tempfile.mkdtemp(prefix="course-grade-")
+    scratch = tempfile.mkdtemp(prefix="course-grade-", dir=sandbox.scratch_parent(tempfile.gettempdir()))
     os.chmod(scratch, 0o711)  # the kernels' own uid must reach their folders inside
     opts["scratch"] = scratch
     per_ex = 8 * opts["launch_timeout"] + 30  # judge_isolated's own limit per exercise

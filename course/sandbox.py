@@ -120,6 +120,28 @@ def others_can_read(path: str) -> bool:
     return True
 
 
+def others_can_enter(path: str) -> bool:
+    """True when a user who is neither the owner nor in the group can reach the folder ``path``."""
+    import stat
+
+    parts = os.path.realpath(path).split(os.sep)
+    for i in range(1, len(parts) + 1):
+        try:
+            if not os.stat(os.sep.join(parts[:i]) or os.sep).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def scratch_parent(default: str) -> str:
+    """Where the kernels' work folders go: ``default`` (TMPDIR), unless kernels run as another real uid
+    (no bubblewrap) that cannot reach it; then the first of /tmp, /var/tmp, /dev/shm it can reach."""
+    if uid_for(0) is None or bwrap_path() or others_can_enter(default):
+        return default
+    return next((d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d) and others_can_enter(d)), default)
+
+
 def uid_for(slot: int) -> int | None:
     """The uid the kernel of grading slot ``slot`` runs as, or None (the grader's own).
 
