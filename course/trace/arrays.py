@@ -29,29 +29,39 @@ def _offset(addr, idx, strides):
     return addr + int(idx) * strides[0]
 
 
-# The fifth int of a record: the thread's warp-sync count (low 24 bits) and, for a store, what it wrote
-# (above them): an even number from the value's hash, or an odd number never repeated when the value cannot be
-# hashed (arrays, records, bytes of a packed field).  Two stores that wrote one value (a flag set by many
-# threads) are then a benign race, which racecheck does not report.  Loads and atomics: 0.
-WS_BITS = 24
-_HASH_MASK = (1 << 37) - 1
+# What each store wrote goes to a second list, ``rec.vals`` (one entry per store record, in the same order):
+# two stores of one value (a flag set by many threads) are a benign race, which racecheck does not report.
+# A value that is not a plain number (an array, a record, a byte of a packed field) is UNKNOWN: equal to nothing.
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+_HASH_MASK = (1 << 60) - 1
 _unique = itertools.count(1)
 
 
-def value_bits(value):
-    """The store's value part of a record's fifth int (already shifted past the warp-sync count)."""
+def value_key(value) -> int:
+    """An int equal for two stores of one number (even), and never repeated otherwise (odd)."""
+    if value is UNKNOWN:
+        return (next(_unique) << 1) | 1
     try:
         h = hash(value)
     except TypeError:
-        return ((next(_unique) << 1) | 1) << WS_BITS
+        return (next(_unique) << 1) | 1
     if h == -2:  # CPython hashes -1 and -2 alike
         h = hash(value + 0.5)
-    return (h & _HASH_MASK) << (WS_BITS + 1)
-
-
-def unique_bits():
-    """A store whose value is not compared: never equal to another."""
-    return ((next(_unique) << 1) | 1) << WS_BITS
+    return (h & _HASH_MASK) << 1
 
 
 def make_array_class(rec: Recorder):
@@ -62,7 +72,7 @@ def make_array_class(rec: Recorder):
     numbers = _engine.NUMBER_TYPES  # NumPy scalar types: stored as they are
     kcode = rec.kcode
     traced = TRACED_SPACES
-    hash_mask, vshift = _HASH_MASK, WS_BITS + 1
+    vappend = rec.vals.append
 
     def init(arr):
         # per view: (descriptor * 4, byte address of the view's first element, strides, shared?)
@@ -98,7 +108,9 @@ def make_array_class(rec: Recorder):
         addr = o + idx * strides[0] if idx.__class__ is int else _offset(o, idx, strides)
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ts = cur[0]._ts
-        extend((d + op, key, ts.tid, addr, ts.warp_syncs | (unique_bits() if op == ST else 0)))
+        extend((d + op, key, ts.tid, addr, ts.warp_syncs))
+        if op == ST:
+            vappend(UNKNOWN)
 
     base = _engine.KernelArray
     get = base._get
@@ -173,11 +185,9 @@ def make_array_class(rec: Recorder):
                         self._set(idx, value)
                     frame = getframe(1)
                     ts = cur[0]._ts
-                    h = hash(value)
-                    if h == -2:  # CPython hashes -1 and -2 alike
-                        h = hash(value + 0.5)
                     extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
-                            addr + off, ts.warp_syncs | ((h & hash_mask) << vshift)))
+                            addr + off, ts.warp_syncs))
+                    vappend(value)
                     return
             self._set(idx, value)
             if vc is TracedRecord:  # a whole record copied: its fields are loaded one by one
@@ -201,8 +211,8 @@ def make_array_class(rec: Recorder):
             ts = cur[0]._ts
             if a.dtype.fields and not analysis.is_vector_dtype(a.dtype):
                 return _bytewise(self, addr, ST, frame)
-            extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr,
-                    ts.warp_syncs | value_bits(value)))
+            extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr, ts.warp_syncs))
+            vappend(value if vc is float or vc is int or vc in numbers else UNKNOWN)
 
         def _atomic(self, idx, fn):
             old = base._atomic(self, idx, fn)
@@ -236,7 +246,9 @@ def make_array_class(rec: Recorder):
             if dtype.isalignedstruct:  # np.dtype(..., align=True): one access of the field's size
                 ts = cur[0]._ts
                 extend(((rec.desc_of(arr, name) << 2) + op, frame.f_lasti if frame.f_code is kcode else far(frame),
-                        ts.tid, addr, ts.warp_syncs | (unique_bits() if op == ST else 0)))
+                        ts.tid, addr, ts.warp_syncs))
+                if op == ST:
+                    vappend(UNKNOWN)
                 return
             # a packed record (NumPy's default) has alignment 1 for numba: the GPU code moves a field byte
             # by byte (LDG.E.U8 per byte, seen in the SASS)
@@ -273,10 +285,12 @@ def make_array_class(rec: Recorder):
             return
         ts = cur[0]._ts
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
-        ws = ts.warp_syncs | (unique_bits() if op == ST else 0)
+        ws = ts.warp_syncs
         d = (rec.desc_of(arr, field, 1) << 2) + op
         for b in range(arr.a.dtype.itemsize if nbytes is None else nbytes):
             extend((d, key, ts.tid, addr + b, ws))
+            if op == ST:
+                vappend(UNKNOWN)
 
     def _record_region(arr, idx, frame):
         # a whole row or slice assigned at once: one store per element

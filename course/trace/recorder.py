@@ -19,7 +19,7 @@ from course.analysis_vectorised import (
     shared_cost,
     warp_of,
 )
-from course.trace.arrays import WS_BITS, make_array_class
+from course.trace.arrays import make_array_class, value_key
 from course.trace.records import (
     ATOM,
     LD,
@@ -41,7 +41,7 @@ from course.trace.sites import site_code, site_id, site_line
 #
 # The hot path (every element access) appends five integers to one flat list and nothing else:
 #   d = 4 * (array descriptor) + op (0 load, 1 store, 2 atomic), site key, thread id, byte address,
-#   warp-sync epoch (syncwarp()s the thread passed) and, above it, the value a store wrote (trace.arrays).
+#   warp-sync epoch (syncwarp()s the thread passed).  What each store wrote goes to ``vals``, in order.
 # The site key is ``f_lasti`` for accesses in the kernel itself, or a registered number (>= 2**20)
 # for accesses in device functions (innermost frame plus its callers).  Everything else (sites,
 # occurrences, warps, costs, races, divergence) is worked out with NumPy for many blocks at once, in
@@ -78,6 +78,8 @@ class Recorder:
         self.kcode = kernel_code
         self.detail_blocks = detail_blocks  # None: every block; else a set of (x, y, z)
         self.flat: list = []  # five ints per access (see above)
+        self.vals: list = []  # the value of each store, in record order (benign same-value races)
+        self._vals = []  # this chunk's values (analysis)
         self.bar_marks: list = []  # access count at each barrier release: the barrier epochs
         self.cur = [None]  # [the engine's module of this launch]: cur[0]._ts is the running thread
         self.user_ids = frozenset()  # id() of the kernel's and device functions' code objects
@@ -101,7 +103,11 @@ class Recorder:
         self.block_syncs: dict = {}  # block -> {tid: [syncwarp event ids, in order]} (blocks with syncwarps only)
         self.global_rows: list = []  # per chunk: global accesses, one row per (word, block, op), for races between blocks
         self._global_done = False
-        self._block_base = 0  # launch-wide number of the first block of the chunk being analysed
+        self._block_base = 0
+        self.all_blocks: list = []  # launch-wide block number -> block
+        self.written_descs: set = set()
+        self._pending_global = None  # (cols, global writes, global accesses, first block number, blocks) of a chunk  # global descriptors stored to (or updated atomically) so far
+        self.early_reads: dict = {}  # root base -> per word [reader block (-1 none, -2 several), first reader's block, site, tid], desc  # launch-wide number of the first block of the chunk being analysed
         self.div_steps = 0
         self.div_active = 0
         self.branches: dict = {}  # line -> [warp executions, divergent ones, {next line: lanes}]
@@ -154,6 +160,7 @@ class Recorder:
         n = len(self.flat) // 5
         if n:
             raw = np.fromiter(self.flat, np.int64, 5 * n).reshape(n, 5)
+            self._vals = self.vals[:]
             bi = np.repeat(np.arange(len(self.chunk)), [c[2] - c[1] for c in self.chunk])
             self._process(raw, bi)
         if self.lines_on and self.line_arrays:
@@ -168,6 +175,7 @@ class Recorder:
         self.line_arrays.clear()
         self.n_line = 0
         del self.flat[:]
+        del self.vals[:]
         del self.line_events[:]
         del self.bar_marks[:]
         del self.chunk[:]
@@ -231,8 +239,8 @@ class Recorder:
     # ---- analysis of a chunk of blocks
     def _process(self, raw, bi):
         D, K, T, A, WS = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3], raw[:, 4]
-        VAL = WS >> WS_BITS
-        WS = WS & ((1 << WS_BITS) - 1)
+        is_st = (D & 3) == ST
+        VAL = np.where(is_st, np.cumsum(is_st) - 1, -1)  # a store's entry in `vals` (what it wrote)
         n = len(D)
         descs = self.descs
         dsh = np.array([d.shared for d in descs], dtype=np.int64)
@@ -319,21 +327,51 @@ class Recorder:
         for j, c in enumerate(self.chunk):
             if self._keep(c[0]) and bounds[j] < bounds[j + 1]:
                 self.kept[c[0]] = {k: v[bounds[j]:bounds[j + 1]] for k, v in cols.items()}
-        # races inside a block: shared memory, and global arrays this chunk writes (other global arrays are only
-        # read here; a race with another block's write is found by global_races() from the rows kept below)
-        wr = op != LD
-        if wr.any():
-            cand = s.copy()
-            gw = wr & g
-            if gw.any():
+        # races inside a block, shared memory
+        if s.any() and (op[s] != LD).any():
+            self._find_races(cols, s)
+        # global memory: analysed lazily, when races() asks or when the next chunk comes (so a launch of one chunk,
+        # the common case, pays nothing more unless its races are asked for)
+        self.settle_global()
+        self.all_blocks.extend(c[0] for c in self.chunk)
+        gw = (op != LD) & g
+        if gw.any():
+            self.written_descs.update(np.unique(di[gw]).tolist())
+        if g.any():
+            self._pending_global = (cols, np.nonzero(gw)[0], np.nonzero(g)[0], self._block_base, list(self.chunk),
+                                    self._vals)
+        self._block_base += len(self.chunk)
+
+    def settle_global(self):
+        """The global-memory race work of the chunk _process held back: races inside its blocks (on arrays it
+        writes), and what races between blocks need (exact rows for arrays written so far, a reader summary for
+        the others)."""
+        pending = self._pending_global
+        if pending is None:
+            return
+        self._pending_global = None
+        cols, gw, gidx, base, chunk, vals = pending
+        saved = self._block_base, self.chunk, self._vals
+        self._block_base, self.chunk, self._vals = base, chunk, vals
+        try:
+            descs = self.descs
+            di = cols["di"]
+            if len(gw):
                 lut = np.zeros(len(descs), dtype=bool)
                 lut[np.unique(di[gw])] = True
-                cand |= g & lut[di]
-            if cand.any():
-                self._find_races(cols, cand)
-        if g.any():
-            self._keep_global_rows(cols, np.nonzero(g)[0])
-        self._block_base += len(self.chunk)
+                cand = np.zeros(len(di), dtype=bool)
+                cand[gidx] = lut[di[gidx]]
+                if cand.any():
+                    self._find_races(cols, cand)
+            lut = np.zeros(len(descs), dtype=bool)
+            lut[list(self.written_descs)] = True
+            ex = lut[di[gidx]]
+            if ex.any():
+                self._keep_global_rows(cols, gidx[ex])
+            if not ex.all():
+                self._note_early_reads(cols, gidx[~ex])
+        finally:
+            self._block_base, self.chunk, self._vals = saved
 
     def _merge_vectors(self, gt, site, op, shared, size, A, epoch):
         """Merge a thread's neighbouring shared accesses where the GPU compiler emits one wide instruction.
@@ -468,6 +506,27 @@ class Recorder:
         cand = (writes > 0) & (tmin != tmax)
         if not cand.any():
             return
+        # threads touching different bytes of one word do not race (a uint8 array, 4 threads a word): where every
+        # access of a word has one size and is aligned to it, a race needs two threads and a write at one address
+        sub = np.nonzero(cand[wi])[0]
+        a_, sz_ = cols["addr"][row[sub]], cols["size"][row[sub]]
+        smin = np.full(W, 1 << 40, dtype=np.int64)
+        smax = np.zeros(W, dtype=np.int64)
+        np.minimum.at(smin, wi[sub], sz_)
+        np.maximum.at(smax, wi[sub], sz_)
+        misaligned = np.zeros(W, dtype=bool)
+        misaligned[wi[sub][(a_ % sz_) != 0]] = True
+        ai, A_ = group_ids([wi[sub], a_])
+        aw = np.bincount(ai, weights=(cols["op"][row[sub]] != LD), minlength=A_)
+        amin = np.full(A_, 1 << 40, dtype=np.int64)
+        amax = np.full(A_, -1, dtype=np.int64)
+        np.minimum.at(amin, ai, tid[sub])
+        np.maximum.at(amax, ai, tid[sub])
+        same_addr = np.zeros(W, dtype=bool)
+        same_addr[wi[sub][((aw > 0) & (amin != amax))[ai]]] = True
+        cand &= same_addr | (smin != smax) | misaligned
+        if not cand.any():
+            return
         sel = np.nonzero(cand[wi])[0]
         groups: dict = defaultdict(list)
         recs = self._rows(cols, row[sel])
@@ -486,7 +545,7 @@ class Recorder:
                 for (s2, op2), l2 in by_site.items():
                     if op1 == "atom" and op2 == "atom":
                         continue
-                    found = racing_pairs(l1, l2, syncs)
+                    found = racing_pairs(l1, l2, syncs, self._vals)
                     if found:
                         self._note_race((s1, op1), (s2, op2), l1[0][R_SPACE], block, found)
 
@@ -522,7 +581,8 @@ class Recorder:
         blk = cols["bi"][row]
         op = cols["op"][row]
         gi, G, first = group_ids([word, blk, op], first=True)
-        val = cols["val"][row]
+        vals = self._vals
+        val = np.array([value_key(vals[i]) if i >= 0 else 0 for i in cols["val"][row].tolist()], dtype=np.int64)
         vmin = np.full(G, np.iinfo(np.int64).max, dtype=np.int64)
         vmax = np.full(G, np.iinfo(np.int64).min, dtype=np.int64)
         np.minimum.at(vmin, gi, val)
@@ -532,6 +592,34 @@ class Recorder:
             word=word[first], blk=blk[first] + self._block_base, op=op[first], vmin=vmin, vmax=vmax,
             rows=self._rows_lazy(cols, f), bi=blk[first].copy(), chunk=[c[0] for c in self.chunk]))
 
+    def _note_early_reads(self, cols, idx):
+        """Loads from global arrays nothing has written yet: per 4-byte word of the array, which block read it
+        (one, or -2 for several) and one reader's site and thread; no sort, memory the size of the array."""
+        descs = self.descs
+        di = cols["di"][idx]
+        for d in np.unique(di).tolist():
+            desc = descs[d]
+            sel = idx[di == d]
+            st = self.early_reads.get(desc.base)
+            if st is None:
+                nwords = (int(np.prod(desc.shape)) * desc.itemsize + 3) >> 2
+                st = self.early_reads[desc.base] = [np.full(nwords, -1, dtype=np.int64), np.zeros(nwords, np.int64),
+                                                   np.zeros(nwords, np.int64), np.zeros(nwords, np.int64), d]
+            w = (cols["addr"][sel] - desc.base) >> 2
+            ok = (w >= 0) & (w < len(st[0]))
+            w, sel = w[ok], sel[ok]
+            blk = cols["bi"][sel] + self._block_base
+            cur = st[0][w]
+            several = (cur >= 0) & (cur != blk)
+            st[0][w[several]] = -2
+            fresh = cur == -1
+            st[0][w[fresh]] = blk[fresh]
+            st[1][w[fresh]] = blk[fresh]
+            st[2][w[fresh]] = cols["site"][sel[fresh]]
+            st[3][w[fresh]] = cols["tid"][sel[fresh]]
+            again = st[0][w]  # two blocks of this chunk both found a fresh word: the last one won
+            st[0][w[(again >= 0) & (again != blk)]] = -2
+
     def _rows_lazy(self, cols, idx):
         """The columns of some records, kept to make normalised rows later (only races need them)."""
         return {k: v[idx] for k, v in cols.items()}
@@ -540,11 +628,27 @@ class Recorder:
         """Add the races between blocks to ``self.races``: a word written (not atomically) by one block and read,
         written or updated atomically by another, or updated atomically by one and read or written by another.
         No barrier orders two blocks, so these always race (severity error).  Computed once, when asked."""
-        if self._global_done or not self.global_rows:
-            self._global_done = True
+        if self._global_done:
             return
+        self.settle_global()
         self._global_done = True
-        parts = self.global_rows
+        if not self.global_rows:
+            return
+        parts = list(self.global_rows)
+        for base, (state, first, site, tid, d) in self.early_reads.items():
+            if d not in self.written_descs:
+                continue
+            w = np.nonzero(state != -1)[0]
+            if not len(w):
+                continue
+            desc = self.descs[d]
+            n = len(w)
+            z = np.zeros(n, dtype=np.int64)
+            rows = {"op": z + LD, "di": z + d, "site": site[w], "tid": tid[w], "occ": z, "addr": base + (w << 2),
+                    "size": z + min(4, desc.size), "epoch": z, "ws": z, "val": z}
+            parts.append({"word": (base >> 2) + w, "blk": state[w], "op": z + LD, "vmin": z, "vmax": z, "rows": rows,
+                          "first": first[w]})
+        self._parts = parts
         word = np.concatenate([p["word"] for p in parts])
         blk = np.concatenate([p["blk"] for p in parts])
         op = np.concatenate([p["op"] for p in parts])
@@ -591,11 +695,13 @@ class Recorder:
                                 {"error": (xr, yr, benign, self._global_block(y))})
 
     def _global_block(self, entry):
-        part = self.global_rows[entry[4]]
+        part = self._parts[entry[4]]
+        if "first" in part:  # an early read: the first block that read the word
+            return self.all_blocks[int(part["first"][entry[5]])]
         return part["chunk"][int(part["bi"][entry[5]])]
 
     def _global_row(self, entry):
-        part = self.global_rows[entry[4]]
+        part = self._parts[entry[4]]
         return self._rows(part["rows"], np.array([entry[5]]))[0]
 
     def drain_divergence(self):
@@ -687,12 +793,23 @@ def synced_between(syncs, a, b):
     return any(e in after_a for e in sb[:wb]) or any(e in before_a for e in sb[wb:])
 
 
-def racing_pairs(writes, others, syncs=None, limit=4096):
+def same_value(vals, i, j):
+    """True when stores number ``i`` and ``j`` of ``vals`` wrote one plain number."""
+    if vals is None or i < 0 or j < 0:
+        return False
+    try:
+        return bool(vals[i] == vals[j])
+    except Exception:  # noqa: BLE001 - an odd value: not the same
+        return False
+
+
+def racing_pairs(writes, others, syncs=None, vals=None, limit=4096):
     """The racing pairs of two lists of accesses to one word in one barrier epoch of one block, by severity.
 
     Returns {severity: (write, other, benign)} with severity ``"error"`` (threads of different warps) and/or
     ``"warning"`` (lanes of one warp not ordered by a syncwarp() both took part in), as compute-sanitizer
-    racecheck grades them.  ``benign``: two stores of one value (racecheck does not report them); a real race
+    racecheck grades them.  ``benign``: two stores of one value (``vals``: what each store wrote, indexed by a
+    record's R_VAL; racecheck does not report them); a real race
     is preferred when there is one.  Different bytes of one word do not race.  ``limit`` bounds the pairs
     looked at once a pair of each severity is found.
     """
@@ -710,7 +827,7 @@ def racing_pairs(writes, others, syncs=None, limit=4096):
                 continue
             if sev == "warning" and synced_between(syncs, w, o):
                 continue
-            benign = w[R_OP] == "st" and o[R_OP] == "st" and w[R_VAL] == o[R_VAL] and not w[R_VAL] & 1
+            benign = w[R_OP] == "st" and o[R_OP] == "st" and same_value(vals, w[R_VAL], o[R_VAL])
             if prev is None or (prev[2] and not benign):
                 found[sev] = (w, o, benign)
             n += 1

@@ -27,7 +27,7 @@ OPS = {"ld": "load", "st": "store", "atom": "atomic"}
 
 # A normalised record is one element access by one thread:
 # (op, space, site, tid, occurrence, addr, size, array name, barrier epoch, warp-sync epoch, array base,
-#  value written: equal for two stores of one value, see trace.arrays.value_bits; 0 for loads and atomics)
+#  for a store: its number in the recorder's list of stored values; -1 for loads and atomics)
 R_OP, R_SPACE, R_SITE, R_TID, R_OCC, R_ADDR, R_SIZE, R_NAME, R_BAR, R_WSYNC, R_BASE, R_VAL = range(12)
 
 # The raw records' operation codes (the low two bits of their first int) and their names.
