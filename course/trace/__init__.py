@@ -9,7 +9,7 @@ the accesses into warp-level instructions and asks :mod:`course.analysis` what e
 - ``report.by_line()``: the same per kernel source line, with per-request averages and worst cases;
 - ``report.warp_detail(line, block, warp, occurrence)``: every lane's index, address, bank, sector;
 - ``report.divergence()``: lanes on each side of every branch, average active lanes per warp step;
-- ``report.races()``: shared-memory accesses of different threads with no barrier between them.
+- ``report.races()``: shared- and global-memory races (nothing orders the two accesses), graded as racecheck does.
 
 The semantics (what a warp, a request, a wavefront is; where the model and the H200 may disagree)
 are written down in ``docs/tracer.md``.
