@@ -46,11 +46,13 @@ for step in $WHAT; do
     measure)
       # issue 14's measurements in full (records to import), then every other scripts/gpu benchmark with small
       # sizes into verify/ (the harness re-run: checks pass and records are written; not for import), all
-      # within about 8 minutes: a script that would start after LANE_BUDGET_S is skipped and said so
+      # within about 8 minutes: a script that would start after LANE_BUDGET_S is skipped and said so;
+      # LANE_ONLY="measure_probes bench_transfers" runs only those (PROBES_ONLY=part,... narrows measure_probes)
       start=$(date +%s); budget=${LANE_BUDGET_S:-400}
       mkdir -p "$LANE/verify"
       while read -r dir limit s args; do
         [ -n "$s" ] || continue
+        if [ -n "${LANE_ONLY:-}" ] && ! echo " $LANE_ONLY " | grep -q " $(basename "$s" .py) "; then continue; fi
         if [ $(( $(date +%s) - start )) -gt "$budget" ]; then echo "SKIPPED (lane budget): $s $args" | tee -a "$LANE/skipped.txt"; continue; fi
         log="$LANE/$(basename "$s" .py)$( [ "$dir" = verify ] && echo .verify ).log"
         echo "--- $s $args -> $dir ($(( $(date +%s) - start )) s)"

@@ -73,6 +73,23 @@ def run_lock(threads, tpb, report=False):
     return res
 
 
+SEED_BUG_N = 1000
+
+
+def seed_oob():
+    """The child under compute-sanitizer: seed 002's tiled kernel at N = 1000, grid rounded up (past the arrays)."""
+    from numba import cuda
+
+    from course.kernels import matmul as MM
+
+    n = SEED_BUG_N
+    a, b = MM.random_operands(n, n, n, np.random.default_rng())
+    grid = (-(-n // MM.TILE), -(-n // MM.TILE))
+    d = [cuda.to_device(x.reshape(n * n)) for x in (a, b, np.zeros((n, n), np.float32))]
+    MM.seed_tiled[grid, (MM.TILE, MM.TILE)](d[0], d[1], d[2], n)
+    cuda.synchronize()
+
+
 H = Script(__doc__, "probes", reps=15, arguments=arguments, child=child)
 GPU, OUT, log = H.gpu, H.out, H.log
 
@@ -428,23 +445,6 @@ def littles_law():
 
 
 # --- 5c. memcheck on chapter 10's planted out-of-bounds kernel -----------------------------------------------
-
-
-SEED_BUG_N = 1000
-
-
-def seed_oob():
-    """The child under compute-sanitizer: seed 002's tiled kernel at N = 1000, grid rounded up (past the arrays)."""
-    from numba import cuda
-
-    from course.kernels import matmul as MM
-
-    n = SEED_BUG_N
-    a, b = MM.random_operands(n, n, n, np.random.default_rng())
-    grid = (-(-n // MM.TILE), -(-n // MM.TILE))
-    d = [cuda.to_device(x.reshape(n * n)) for x in (a, b, np.zeros((n, n), np.float32))]
-    MM.seed_tiled[grid, (MM.TILE, MM.TILE)](d[0], d[1], d[2], n)
-    cuda.synchronize()
 
 
 def memcheck():
