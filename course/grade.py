@@ -784,6 +784,7 @@ def run_submission(data: bytes, opts: dict, slot: int = 0) -> dict:
         return None
     scratch = opts.get("scratch") or tempfile.gettempdir()
     work = tempfile.mkdtemp(prefix="k-", dir=scratch)
+    cgroup = None
     try:
         os.chmod(work, 0o711)
         pkg = os.path.join(work, "pkg")
@@ -801,11 +802,15 @@ def run_submission(data: bytes, opts: dict, slot: int = 0) -> dict:
             os.environ.pop("JUPYTER_PATH", None)
             os.environ.pop("JUPYTER_CONFIG_PATH", None)
         box = _box_config(work, pkg, slot) if opts.get("sandbox", True) else None
+        if box:
+            cgroup = box["cgroup"] = sandbox.new_pids_cgroup(f"course-grade-{os.getpid()}-{slot}",
+                                                             sandbox.LIMITS["processes"])
         log = run_notebook(nb, work, env, opts["cell_timeout"], opts["timeout"], box=box)
     finally:
         # everything the notebook started, wherever it went (only in a grading worker: elsewhere this process
         # may have children of its own)
         left = sandbox.sweep() if opts.get("worker") else 0
+        sandbox.remove_cgroup(cgroup)
         for root, _dirs, _files in os.walk(work):
             os.chmod(root, 0o755)
         shutil.rmtree(work, ignore_errors=True)
@@ -1266,6 +1271,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         for st in running.values():
             st[1].kill()
         sandbox.sweep()  # workers are killed with their kernels (a kernel dies with its worker)
+        sandbox.remove_stale_cgroups()
         for root, _dirs, _files in os.walk(scratch):
             try:
                 os.chmod(root, 0o755)

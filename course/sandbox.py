@@ -40,7 +40,7 @@ UID_BASE = int(os.environ.get("COURSE_GRADE_UID", "1500000000"))
 #: Limits for the kernel and everything it starts (the rlimits level relies on them alone).
 LIMITS = {
     "address_space": 16 * 1024**3,  # bytes; not set on the GPU backend (CUDA reserves huge address ranges)
-    "processes": 256,  # per uid: only set when the kernel has a uid of its own
+    "processes": 512,  # a pids cgroup's pids.max where the grader can make one (root), else RLIMIT_NPROC per uid
     "file_size": 256 * 1024**2,  # bytes, largest file the kernel may write
     "open_files": 1024,
 }
@@ -88,7 +88,64 @@ def describe() -> dict:
             "pid_namespace": level() == "bwrap", "network": "none" if level() == "bwrap" else "the grader's",
             "filesystem": ("system and Python read-only, one writable work folder, private /tmp"
                            if level() == "bwrap" else "permissions only"),
-            "limits": {k: v for k, v in LIMITS.items() if k != "processes" or uid is not None}}
+            "process_limit": (f"pids cgroup, pids.max={LIMITS['processes']}" if pids_cgroup_root() else
+                              f"RLIMIT_NPROC={LIMITS['processes']} for the kernel's own uid"
+                              if uid is not None and level() == "rlimits" else "none (no cgroup to make, no uid)"),
+            "limits": {k: v for k, v in LIMITS.items() if k != "processes"}}
+
+
+def pids_cgroup_root() -> str | None:
+    """A cgroup folder (v1 ``pids`` hierarchy, or v2 with the pids controller) this process may create
+    cgroups in, else None: a box's process count is then capped for every uid, root's included."""
+    if os.geteuid() != 0:
+        return None
+    for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+        try:
+            if root.endswith("pids"):
+                ok = os.path.isfile(os.path.join(root, "cgroup.procs"))
+            else:
+                with open(os.path.join(root, "cgroup.subtree_control")) as f:  # enabled for children already
+                    ok = "pids" in f.read().split()
+            if ok and os.access(root, os.W_OK):
+                return root
+        except OSError:
+            continue
+    return None
+
+
+def new_pids_cgroup(name: str, limit: int) -> str | None:
+    """Make cgroup ``name`` with ``pids.max = limit``; its path, or None where the machine has none to give."""
+    root = pids_cgroup_root()
+    if root is None:
+        return None
+    path = os.path.join(root, name)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "pids.max"), "w") as f:
+            f.write(str(limit))
+        return path
+    except OSError:
+        return None
+
+
+def remove_cgroup(path: str | None):
+    if path:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def remove_stale_cgroups():
+    """Remove the empty cgroups of grading processes that are gone (one killed before it could clean up)."""
+    root = pids_cgroup_root()
+    for path in glob.glob(os.path.join(root, "course-grade-*-*")) if root else []:
+        try:
+            os.kill(int(os.path.basename(path).split("-")[2]), 0)
+        except ProcessLookupError:
+            remove_cgroup(path)
+        except (ValueError, IndexError, OSError):
+            pass
 
 
 def python_paths() -> list:
@@ -245,10 +302,10 @@ def _set_limits(cfg):
     lim(resource.RLIMIT_CORE, 0)
     lim(resource.RLIMIT_FSIZE, limits["file_size"])
     lim(resource.RLIMIT_NOFILE, limits["open_files"])
+    if cfg.get("uid") is not None and not cfg.get("bwrap"):  # a real uid of its own: count its processes
+        lim(resource.RLIMIT_NPROC, limits["processes"])
     if cfg.get("address_space", True):
         lim(resource.RLIMIT_AS, limits["address_space"])
-    if cfg.get("uid") is not None:
-        lim(resource.RLIMIT_NPROC, limits["processes"])
 
 
 def _chown_tree(path, uid, skip=()):
@@ -266,6 +323,12 @@ def main(argv) -> int:
     cfg = json.loads(argv[0])
     cmd = argv[argv.index("--") + 1:]
     uid = cfg.get("uid")
+    if cfg.get("cgroup"):  # every process of the box counts against its pids.max (root's too)
+        try:
+            with open(os.path.join(cfg["cgroup"], "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
     if uid is not None and not cfg.get("bwrap"):
         # the work folder (connection file, home, tmp) becomes the kernel's; its course copy stays root's
         _chown_tree(cfg["work"], uid, skip=set(cfg.get("readonly", [])))

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     load_before = round(os.getloadavg()[0], 2)
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
         for i in range(a.copies):
-            shutil.copy(SMALL, pathlib.Path(tmp, f"student{i:03d}_01_programming_model.ipynb"))
+            shutil.copy(SMALL, pathlib.Path(tmp, f"student{i:03d}.ipynb"))
         workloads["small"] = run([tmp], a.jobs)
         print("small", workloads["small"], file=sys.stderr)
     if not a.skip_solutions:

@@ -394,3 +394,23 @@ def test_verdicts_survive_a_notebook_that_kills_its_grading_process(monkeypatch,
     assert r["01.vector_add"]["status"] == "pass" and r["01.vector_add"]["score"] == 3
     assert "stopped its grading process" in r["01.vector_add"]["message"]
     assert r["01.matrix_add"]["status"] == "rejected"
+
+
+def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
+    from course import sandbox
+
+    if sandbox.pids_cgroup_root() is None:
+        pytest.skip("no pids cgroup this user may make (not root, or no pids controller)")
+    cg = sandbox.new_pids_cgroup(f"course-grade-{os.getpid()}-test", 20)
+    try:
+        cfg = {"uid": None, "work": str(tmp_path), "bwrap": None, "cgroup": cg, "limits": sandbox.LIMITS}
+        code = ("import subprocess\nps = []\ntry:\n    for i in range(60):\n"
+                "        ps.append(subprocess.Popen(['sleep', '3']))\nexcept OSError as e:\n    print('refused', len(ps))\n"
+                "for p in ps:\n    p.kill()\n")
+        p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+                            sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert p.stdout.startswith("refused") and int(p.stdout.split()[1]) < 20, p.stdout + p.stderr
+    finally:
+        time.sleep(0.2)
+        sandbox.remove_cgroup(cg)
+    assert not os.path.exists(cg)
