@@ -739,9 +739,8 @@ def judge_submission(label: str, data: bytes, opts: dict) -> dict:
 def kernel_env(work: str, pkg: str) -> dict:
     """The kernel's environment: a few of the grader's variables (none of its secrets), the course copy
     first on the path, and empty folders of its own for everything a kernel reads at start-up."""
-    keep = ("PATH", "LANG", "LANGUAGE", "TZ", "COURSE_BACKEND", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
-            "NUMBA_CUDA_DRIVER", "NUMBA_CUDA_USE_NVIDIA_BINDING", "NUMBA_ENABLE_CUDASIM", "SSL_CERT_FILE")
-    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("LC_")}
+    keep = ("PATH", "LANG", "LANGUAGE", "TZ", "COURSE_BACKEND", "LD_LIBRARY_PATH", "SSL_CERT_FILE")
+    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith(("LC_", "NUMBA_", "CUDA_", "NVIDIA_"))}
     # the copy first; whatever the grader's own PYTHONPATH holds stays reachable after it (a machine that has
     # ipykernel or numpy only there — the GPU lane's /tmp/site — would otherwise lose its kernel)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -1054,6 +1053,11 @@ def collect(paths) -> list:
     if len(args) > 1:  # several folders: the label keeps which one (two may hold the same names)
         for e, arg in zip(out, _arg_of(out, args)):
             e.label = f"{display_name(os.path.basename(os.path.normpath(arg)))[0]}/{e.label}"
+    seen = {}
+    for e in out:  # still the same (two folders of one name, a name GBK and UTF-8 read alike): numbered
+        n = seen[e.label] = seen.get(e.label, 0) + 1
+        if n > 1:
+            e.label = f"{e.label} ({n})"
     return out
 
 

@@ -281,8 +281,10 @@ def bwrap_args(bwrap: str, work: str, ro_paths: list, env: dict) -> list:
     for p in sorted(set(ro_paths)):  # after the work folder: the course copy inside it stays read-only
         if os.path.exists(p) and not p.startswith(("/usr/", "/etc/", "/opt/")):
             args += ["--ro-bind", p, p]
-    for dev in sorted(glob.glob("/dev/nvidia*")):  # the GPU, where there is one
+    for dev in sorted(glob.glob("/dev/nvidia*")):  # the GPU, where there is one (its driver reads /sys too)
         args += ["--dev-bind", dev, dev]
+    if glob.glob("/dev/nvidia*"):
+        args += ["--ro-bind-try", "/sys", "/sys"]
     args += ["--chdir", work]
     return args
 

@@ -71,6 +71,9 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     workloads = {}
     load_before = round(os.getloadavg()[0], 2)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "course"], cwd=ROOT, capture_output=True, text=True).stdout
+    commit += " (course/ has uncommitted changes)" if dirty.strip() else ""
     with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
         for i in range(a.copies):
             shutil.copy(SMALL, pathlib.Path(tmp, f"student{i:03d}.ipynb"))
@@ -79,7 +82,6 @@ def main(argv=None) -> int:
     if not a.skip_solutions:
         workloads["solutions"] = run([ROOT / "solutions"], a.jobs)
         print("solutions", workloads["solutions"], file=sys.stderr)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     doc = {
         "what": "course.grade throughput: submissions graded per minute per core (CPU; the grader, not a GPU)",
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
