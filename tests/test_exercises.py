@@ -326,7 +326,7 @@ def _run_definitions(path):
     import linecache
 
     nb = nbformat.read(path, as_version=4)
-    scope = {}
+    scope = {"__name__": "__main__"}  # a notebook's namespace, as IPython makes it
     for k, c in enumerate(nb.cells):
         if c.cell_type == "code" and not c.source.lstrip().startswith(("show(", "check(")):
             name = f"<{path.relative_to(ROOT)} cell {k}>"  # as IPython does: inspect.getsource finds each cell

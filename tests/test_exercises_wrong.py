@@ -120,7 +120,7 @@ def test_every_new_exercise_has_two_wrong_fixtures_or_a_test():
                          ["exercises"]) for which in "ab"}
     # 01.matrix_add's second wrong answer is mixed_wrong.ipynb's (and tests/test_exercises.py's)
     older = {"01.vector_add", "02.even_odd_paths", "04.row_sums", "07.tree_sum", "08.scale_chunk"}
-    for name in set(E.EXERCISES) - older:
+    for name in {n for n, ex in E.EXERCISES.items() if ex.chapter <= 10} - older:  # issue 15's chapters 01-10
         assert name in listed["a"], name
         assert name in listed["b"] or name == "01.matrix_add", name
 
