@@ -23,10 +23,13 @@ $(COMPILER): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,compiler]'
 	touch $(COMPILER)
 
-## Open the course in JupyterLab on chapter 00 (works as root too).
+## Open the course in JupyterLab on chapter 00 (works as root too).  jupyter/lab/settings/overrides.json
+## answers JupyterLab's "news?" question with no (and no update checks), so no pop-up covers chapter 00.
 lab: $(STAMP)
 	$(BIN)/jupyter lab --allow-root --ip 127.0.0.1 --port $(PORT) \
-	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+	  --LabApp.app_settings_dir=$(CURDIR)/jupyter/lab/settings \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(LAB_ARGS)
 
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
 test: $(STAMP) $(COMPILER)

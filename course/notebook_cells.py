@@ -201,12 +201,27 @@ def write_notebook(path, nb: dict) -> None:
     pathlib.Path(path).write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def language_info() -> dict:
+    """The ``language_info`` the course's kernel (ipykernel) reports, which JupyterLab writes into a notebook.
+
+    A notebook committed with less is rewritten by JupyterLab as soon as its kernel starts, so that merely
+    opening it marks it modified; committed with this, it opens clean (on the same Python version).
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    return dict(IPythonKernel.language_info)
+
+
 def sync(paths=None) -> list:
-    """Rewrite every drifted kernel cell from the registry; return what changed."""
+    """Rewrite every drifted kernel cell from the registry, and the notebook's ``language_info``; return what changed."""
     changed = []
+    info = language_info()
     for path in _notebooks(paths):
         nb = json.loads(path.read_text(encoding="utf-8"))  # read right before writing: others edit too
-        touched = False
+        touched = nb.get("metadata", {}).get("language_info") != info
+        if touched:
+            nb.setdefault("metadata", {})["language_info"] = info
+            changed.append((path, None, "language_info"))
         for i, key, cell, text in list(kernel_cells(nb)):
             if "".join(cell["source"]) != text:
                 cell["source"] = _as_lines(text)
@@ -231,7 +246,7 @@ def main(argv=None) -> int:
         return 0
     if args.command == "sync":
         for path, i, key in sync(args.notebooks):
-            print(f"synced {path.name} cell {i}: {key}")
+            print(f"synced {path.name}" + (f" cell {i}: {key}" if i is not None else f": {key}"))
         return 0
     bad = drift(args.notebooks)
     for path, i, key in bad:

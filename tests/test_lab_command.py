@@ -96,6 +96,14 @@ def test_make_lab_opens_chapter_00(tmp_path):
                 heading = page.locator(".jp-RenderedMarkdown h1").first
                 heading.wait_for(timeout=60000)
                 assert _first_heading(START) in heading.inner_text()
+                # the kernel started and told JupyterLab its language: opening alone changed nothing
+                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=60000)
+                page.wait_for_timeout(1500)
+                assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, \
+                    "opening chapter 00 marked it modified (compare its metadata with what JupyterLab writes)"
+                # and no "Would you like to get notified about official Jupyter news?" toast covers it
+                toasts = page.locator(".jp-toast-message, .Toastify__toast")
+                assert not any("news" in t.lower() for t in toasts.all_inner_texts()), toasts.all_inner_texts()
             except Exception:
                 (ROOT / "test-artifacts").mkdir(exist_ok=True)
                 page.screenshot(path=str(ROOT / "test-artifacts" / "make_lab.png"))

@@ -89,3 +89,12 @@ def test_sync_rewrites_a_drifted_cell(tmp_path):
 def test_a_bad_key_says_what_is_wrong(key, words):
     with pytest.raises(nc.CellError, match=re.escape(words)):
         nc.cell_source(key)
+
+
+def test_notebooks_carry_the_language_info_jupyterlab_writes():
+    # with less, JupyterLab rewrites it when the kernel starts: opening a chapter would mark it modified
+    # (tests/test_lab_command.py checks that in a browser); the version is the course's Python's
+    want = {k: v for k, v in nc.language_info().items() if k != "version"}
+    for path in NOTEBOOKS:
+        info = json.loads(path.read_text(encoding="utf-8"))["metadata"].get("language_info", {})
+        assert {k: info.get(k) for k in want} == want, f"{path.name}: run python -m course.notebook_cells sync"
