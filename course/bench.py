@@ -769,12 +769,14 @@ def sass_instructions(sass: str) -> list:
     return [(a, re.sub(r"`\((\.L_x_\d+)\)", lambda mm: f"0x{labels.get(mm.group(1), 0):04x}", t)) for a, t in out]
 
 
-def import_records(src_dir, dst_dir=None, *, names: Optional[Iterable[str]] = None) -> dict:
+def import_records(src_dir, dst_dir=None, *, names: Optional[Iterable[str]] = None, drop=()) -> dict:
     """Merge the records a GPU run wrote (``src_dir/<benchmark>.json``) into the recorded measurements.
 
     Only real GPU records are taken (no ``dry_run``, a ``device`` that is a GPU, every required field);
-    records of the same run already there are replaced, other runs kept.  Returns ``{benchmark: count}``.
+    records of the same run already there are replaced, other runs kept.  ``drop`` names records known to
+    be wrong as ``"benchmark:variant"`` (the commit that imports says why).  Returns ``{benchmark: count}``.
     """
+    drop = set(drop)
     from course import measurements
 
     src_dir = pathlib.Path(src_dir)
@@ -790,7 +792,8 @@ def import_records(src_dir, dst_dir=None, *, names: Optional[Iterable[str]] = No
         if not isinstance(recs, list) or not recs or not all(isinstance(r, dict) and "benchmark" in r for r in recs):
             continue
         good = [r for r in recs if not r.get("dry_run") and not r.get("failed") and r.get("backend", "gpu") == "gpu"
-                and all(k in r for k in REQUIRED_FIELDS) and str(r.get("device", "")).startswith("NVIDIA")]
+                and all(k in r for k in REQUIRED_FIELDS) and str(r.get("device", "")).startswith("NVIDIA")
+                and f"{r.get('benchmark')}:{r.get('variant')}" not in drop]
         if not good:
             continue
         good = json.loads(scrub(json.dumps(good)))
@@ -826,11 +829,12 @@ def main(argv=None) -> int:
     imp.add_argument("src")
     imp.add_argument("--only", default="", help="comma-separated benchmark names")
     imp.add_argument("--dst", default=None)
+    imp.add_argument("--drop", action="append", default=[], help="benchmark:variant of a record known to be wrong")
     scr = sub.add_parser("scrub", help="replace machine paths in recorded files")
     scr.add_argument("files", nargs="+")
     args = ap.parse_args(argv)
     if args.cmd == "import":
-        done = import_records(args.src, args.dst, names=args.only.split(",") if args.only else None)
+        done = import_records(args.src, args.dst, names=args.only.split(",") if args.only else None, drop=args.drop)
         for name, n in done.items():
             print(f"{name}: {n} records imported")
         return 0 if done else 1
