@@ -11,6 +11,7 @@ each compared with its names normalised.
 """
 
 import ast
+import functools
 import pathlib
 
 import nbformat
@@ -92,19 +93,27 @@ def _notebook_code(path):
 def corpus() -> dict:
     """canonical form -> where it is defined ("path:name", the first place), for every function a learner can read."""
     out = {}
-    paths = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb"))]
-    for path in paths:
-        for k, tree in _notebook_code(path):
-            for fn in _functions(tree):
-                out.setdefault(canonical(fn), f"{path.relative_to(ROOT)} cell {k}: {fn.name}")
-    for path in sorted((ROOT / "course").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for fn in _functions(tree):
-            out.setdefault(canonical(fn), f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}")
+    for where, fn in _readable_functions():
+        out.setdefault(canonical(fn), where)
     return out
 
 
-def solutions() -> list:
+@functools.lru_cache(maxsize=1)
+def _readable_functions() -> tuple:
+    """(where, FunctionDef) for every function in the chapters, exercises/ and the package, parsed once."""
+    out = []
+    paths = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb"))]
+    for path in paths:
+        for k, tree in _notebook_code(path):
+            out += [(f"{path.relative_to(ROOT)} cell {k}: {fn.name}", fn) for fn in _functions(tree)]
+    for path in sorted((ROOT / "course").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out += [(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}", fn) for fn in _functions(tree)]
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def solutions() -> tuple:
     """(exercise name, where, FunctionDef) for every exercise's solution function in solutions/*.ipynb."""
     found = {}
     for path in sorted(ROOT.glob("solutions/*.ipynb")):
@@ -114,7 +123,7 @@ def solutions() -> list:
                     ex = E.by_target(fn.name)
                     if ex is not None and ex.chapter == int(path.name[:2]):
                         found[ex.name] = (f"{path.relative_to(ROOT)} cell {k}", fn)  # the last def wins
-    return [(name, where, fn) for name, (where, fn) in sorted(found.items())]
+    return tuple((name, where, fn) for name, (where, fn) in sorted(found.items()))
 
 
 def test_canonical_form_ignores_names_and_docstrings_but_not_what_the_code_does():
@@ -162,15 +171,6 @@ def _statement_forms(fn) -> dict:
     return out
 
 
-def _readable_functions():
-    paths = [*sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb"))]
-    for path in paths:
-        for k, tree in _notebook_code(path):
-            for fn in _functions(tree):
-                yield f"{path.relative_to(ROOT)} cell {k}: {fn.name}", fn
-    for path in sorted((ROOT / "course").rglob("*.py")):
-        for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))):
-            yield f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name}", fn
 
 
 def test_no_solution_is_a_near_copy_of_a_readable_function():

@@ -17,7 +17,9 @@ def show(name: str) -> None:
     ex = get(name)
     print(f"{ex.name}: {ex.title}\n")
     print(textwrap.fill(ex.task, 100))
-    print("\ncheck() runs it on fresh random data and on awkward shapes, then traces one launch and checks:")
+    how = ("records every call it makes on one run (streams, pinned or pageable buffers, bytes)" if ex.host
+           else "traces one launch")
+    print(f"\ncheck() runs it on fresh random data and on awkward shapes, then {how} and checks:")
     print("  - the result equals the NumPy reference on every input")
     for p in ex.properties:
         print(f"  - {p.name}")
