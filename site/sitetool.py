@@ -337,8 +337,8 @@ def chapter_page(ch, prov: dict, stale: str = "execute", cache: pathlib.Path = B
         path = executed_path(ch)
         page = read_nb(path) if path.is_file() else clean
         made = f" (run on {_run_line(prov)})" if path.is_file() and prov else ""
-        body = (f"`notebooks/{ch.file}` changed since this page's outputs were made{made}: {why}. This quick "
-                "build shows the older outputs as they are (`make site` executes the chapter on the CPU instead).")
+        body = (f"The stored outputs{made} do not match `notebooks/{ch.file}` as it is now: {why}. This quick "
+                "build shows them as they are (`make site` executes the chapter on the CPU instead).")
         return _with_banner(page, _banner("danger", "Outputs out of date", body)), "stale-kept"
     key = hashlib.sha256(ch.path.read_bytes()).hexdigest()[:16]
     cached = cache / f"{stem(ch)}-{key}{SUFFIX}"
@@ -351,12 +351,12 @@ def chapter_page(ch, prov: dict, stale: str = "execute", cache: pathlib.Path = B
     import importlib.metadata
 
     when = time.strftime("%Y-%m-%d", time.gmtime(cached.stat().st_mtime))
-    body = (f"`notebooks/{ch.file}` changed since its recorded run ({why}), so this page was executed on the "
+    body = (f"The stored run does not cover `notebooks/{ch.file}` as it is now ({why}), so this page was executed on the "
             f"**CPU backend** when the site was built ({when}, numba-cuda {importlib.metadata.version('numba-cuda')}, "
             "no GPU): counts come from the tracer and GPU figures are recorded "
             "H200 measurements from `data/`; nothing on this page was timed on a GPU. The next GPU lane run "
             "replaces it with an H200 execution.")
-    return _with_banner(page, _banner("warning", "Executed on the CPU at build time (the chapter changed)", body)), \
+    return _with_banner(page, _banner("warning", "Executed on the CPU at build time", body)), \
         "cpu-now"
 
 
