@@ -279,7 +279,7 @@ def bwrap_args(bwrap: str, work: str, ro_paths: list, env: dict) -> list:
             args += ["--ro-bind", d, d]
     args += ["--bind", work, work]
     for p in sorted(set(ro_paths)):  # after the work folder: the course copy inside it stays read-only
-        if os.path.exists(p) and not p.startswith(("/usr/", "/etc/", "/opt/")):
+        if os.path.exists(p) and not p.startswith(tuple(os.path.join(os.sep, d, "") for d in ("usr", "etc", "opt"))):
             args += ["--ro-bind", p, p]
     for dev in sorted(glob.glob("/dev/nvidia*")):  # the GPU, where there is one (its driver reads /sys too)
         args += ["--dev-bind", dev, dev]
