@@ -1,8 +1,9 @@
 """Host-code exercises: the learner's plain Python that issues copies and launches (chapter 08's pipeline),
 run with a recording stand-in for ``cuda``, checked against NumPy, and judged on the schedule it issues.
 
-:class:`RecordingCuda` forwards every call a pipeline needs to numba (the CPU engine, or a GPU) and logs
-it: which stream, whether the host buffer is pinned, which bytes. :func:`schedule` is the model of what a
+:class:`RecordingCuda` stands in for every call a pipeline needs (NumPy arrays for device and pinned memory,
+kernels on the CPU engine, whatever the backend) and logs it: which stream, whether the host buffer is pinned,
+which bytes. :func:`schedule` is the model of what a
 GPU makes of that log (one copy engine each way, one for kernels; a pageable copy is synchronous), so the
 schedule judged is the model's, on every backend, not a measurement. :func:`lint_host` and
 :func:`compile_host` let the grader compile such code in its own process with nothing but what a pipeline
@@ -24,12 +25,11 @@ from course.exercises.contract import Result, Verdict
 
 
 class _Stream:
-    def __init__(self, rec, real, number):
-        self._rec, self._real, self.number = rec, real, number
+    def __init__(self, rec, number):
+        self._rec, self.number = rec, number
 
     def synchronize(self):
         self._rec.log.append(("sync", self.number))
-        self._real.synchronize()
 
     def __repr__(self):
         return f"<stream {self.number}>"
@@ -67,17 +67,21 @@ class _DeviceArray:
 
     def copy_to_device(self, ary, stream=0):
         self._rec.copy("h2d", ary, self, stream)
-        self._real.copy_to_device(_host(ary), stream=self._rec.real_stream(stream))
+        src = np.asarray(ary)
+        if src.shape != self._real.shape:
+            raise ValueError(f"copy_to_device: a host array of shape {src.shape} into a device array of shape "
+                             f"{self._real.shape}")
+        self._real[...] = src
 
     def copy_to_host(self, ary=None, stream=0):
         self._rec.copy("d2h", ary if ary is not None else np.empty(0), self, stream, host_given=ary is not None)
         if ary is None:
-            return self._real.copy_to_host(stream=self._rec.real_stream(stream))
-        return self._real.copy_to_host(ary, stream=self._rec.real_stream(stream))
-
-
-def _host(a):
-    return a
+            return self._real.copy()
+        if np.shape(ary) != self._real.shape:
+            raise ValueError(f"copy_to_host: a device array of shape {self._real.shape} into a host array of shape "
+                             f"{np.shape(ary)}")
+        ary[...] = self._real
+        return ary
 
 
 class _Kernel:
@@ -94,19 +98,25 @@ class _Kernel:
             ins = [a._range() for a in args if isinstance(a, _DeviceArray)]
             rec.log.append(("kernel", rec.stream_number(stream), ins, sum(a._real.nbytes for a in args
                                                                           if isinstance(a, _DeviceArray))))
-            real_args = [a._real if isinstance(a, _DeviceArray) else a for a in args]
-            self._real[config[0], config[1], rec.real_stream(stream)](*real_args)
+            real_args = tuple(a._real if isinstance(a, _DeviceArray) else a for a in args)
+            from course.engine import launch as engine_launch
+
+            engine_launch(self._real, config[0], config[1], real_args, time_limit=rec.time_limit)
 
         return launch
 
 
 class RecordingCuda:
-    """What the learner's host code sees as ``cuda``: the calls a pipeline needs, each logged."""
+    """What the learner's host code sees as ``cuda``: the calls a pipeline needs, each logged.
 
-    def __init__(self):
-        from numba import cuda
+    Nothing reaches a GPU: "device" and "pinned" arrays are NumPy arrays (device ones start as NaN, so an
+    unwritten result shows), copies are NumPy copies, kernels run on the CPU engine in issue order. Grading
+    does not depend on the machine (as kernels are judged on the engine), and it also works in the grader's
+    forked judging process, where CUDA cannot be used.
+    """
 
-        self._cuda = cuda
+    def __init__(self, time_limit=None):
+        self.time_limit = time_limit
         self.log = []  # ("alloc_pinned", id) ("h2d"/"d2h", stream, pinned, nbytes, device range) ("kernel", ...)
         self._pinned = []  # the pinned host buffers, to recognise their views
         self._streams = []
@@ -114,7 +124,7 @@ class RecordingCuda:
 
     # streams
     def stream(self):
-        s = _Stream(self, self._cuda.stream(), len(self._streams) + 1)
+        s = _Stream(self, len(self._streams) + 1)
         self._streams.append(s)
         return s
 
@@ -128,25 +138,24 @@ class RecordingCuda:
             return 0
         raise TypeError("pipeline: pass a stream made by cuda.stream() (or 0, the default stream)")
 
-    def real_stream(self, s):
-        return s._real if isinstance(s, _Stream) else 0
-
     def synchronize(self):
         self.log.append(("sync", None))
-        self._cuda.synchronize()
 
     # memory
     def pinned_array(self, shape, dtype=np.float64):
-        a = self._cuda.pinned_array(shape, dtype=dtype)
+        a = np.empty(shape, dtype=dtype)
         self._pinned.append(a)
         return a
 
     def device_array(self, shape, dtype=np.float64, stream=0):
         self._roots += 1
         n = shape if isinstance(shape, int) else shape[0]
-        return _DeviceArray(self, self._cuda.device_array(shape, dtype=dtype), self._roots, 0) if n >= 0 else None
+        if n < 0:
+            raise ValueError(f"device_array: a negative length {n}")
+        return _DeviceArray(self, _unwritten(shape, dtype), self._roots, 0)
 
     def to_device(self, ary, stream=0):
+        """A new device array holding a copy of ``ary`` (logged as a copy in on ``stream``)."""
         d = self.device_array(np.shape(ary), np.asarray(ary).dtype)
         d.copy_to_device(ary, stream=stream)
         return d
@@ -157,6 +166,11 @@ class RecordingCuda:
     def copy(self, kind, host, dev, stream, host_given=True):
         pinned = host_given and self.is_pinned(host)
         self.log.append((kind, self.stream_number(stream), pinned, dev._real.nbytes, dev._range()))
+
+
+def _unwritten(shape, dtype):
+    dt = np.dtype(dtype)
+    return np.full(shape, np.nan, dt) if dt.kind in "fc" else np.full(shape, np.iinfo(dt).min if dt.kind in "iu" else 0, dt)
 
 
 HOST_CUDA_API = {"stream", "pinned_array", "device_array", "to_device", "synchronize", "default_stream"}
@@ -287,20 +301,17 @@ def _host_problems(fn) -> list:
 # Judging: run the host code with the recording cuda, compare, then read the schedule of one run
 
 
-def run_host(fn, inp, ex_kernel):
-    """Call host code ``fn`` on ``inp`` with a fresh :class:`RecordingCuda` as its ``cuda``: (recording, result)."""
-    rec = RecordingCuda()
+def run_host(fn, inp, ex_kernel, time_limit=None):
+    """Call host code ``fn`` on ``inp`` (its arguments, then the kernel it is handed) with a fresh
+    :class:`RecordingCuda` as its ``cuda``: (recording, result)."""
+    from course.exercises.contract import LAUNCH_TIME_LIMIT
+
+    rec = RecordingCuda(LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
     bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
                                fn.__closure__)
-    x, factor, n_streams = inp.args
-    got = bound(x.copy(), factor, n_streams, _Kernel(rec, ex_kernel(), "kernel"))
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in inp.args]
+    got = bound(*args, _Kernel(rec, ex_kernel(), "kernel"))
     return rec, got
-
-
-def _covered(log, kinds, stream, rng_):
-    root, a, b = rng_
-    return [op for op in log if op[0] in kinds and op[1] == stream and op[4][0] == root
-            and op[4][1] < b and a < op[4][2]]
 
 
 def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
@@ -332,7 +343,7 @@ def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
     inputs = list(ex.make_inputs(rng))
     for inp in inputs + [ex.make_trace_input(rng)]:
         try:
-            rec, got = run_host(fn, inp, ex.host_kernel)
+            rec, got = run_host(fn, inp, ex.host_kernel, time_limit)
         except NotImplementedError:
             results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
             return verdict("not attempted", 0, ex.stub_hint)
