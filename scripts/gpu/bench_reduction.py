@@ -32,6 +32,7 @@ import os
 import pathlib
 import sys
 import time
+import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

@@ -402,13 +402,13 @@ def main():
     out = H.out
     RECORDS = {b.benchmark: b.records for b in H.benches.values()}
     print(f"\n{'benchmark':21} {'variant':36} {'ms':>9}  extra")
-    for bench, recs in RECORDS.items():
+    for name, recs in RECORDS.items():
         for r in recs:
             ms = "—" if r["ms"] is None else f"{r['ms']:.4f}"
             extra = {k: (round(r[k], 1) if isinstance(r[k], float) else r[k])
                      for k in ("gbps", "sectors_per_request", "cycles_per_step", "regs_per_thread",
                                "local_bytes_per_thread", "reads_per_ns") if r.get(k) is not None}
-            print(f"{bench:21} {r['variant']:36} {ms:>9}  {extra}")
+            print(f"{name:21} {r['variant']:36} {ms:>9}  {extra}")
     print(f"wrote {sum(map(len, RECORDS.values()))} records to {out} in {time.time() - t0:.1f} s")
     if failed:
         raise SystemExit(f"failed: {', '.join(failed)} (tracebacks above)")

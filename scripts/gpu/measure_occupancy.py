@@ -50,7 +50,6 @@ H = Script(__doc__, "occupancy", reps=10)
 ARGS, GPU, log = H.args, H.gpu, H.log
 T0 = time.perf_counter()
 
-import course  # noqa: E402
 from course.kernels import reduction as R  # noqa: E402
 from numba import cuda  # noqa: E402
 
@@ -332,8 +331,6 @@ print("launched", len(runs))
 def achieved_occupancy(out_dir):
     """Run the ACHIEVED launches under ncu and record achieved vs theoretical occupancy (GPU only)."""
     import csv
-    import shutil
-    import subprocess
 
     if not GPU:
         return

@@ -177,7 +177,7 @@ def main():
             failed.append(step.__name__)
     for part in failed:
         H.failed[part] = "raised (traceback above)"
-    paths = H.save()
+    H.save()
     out = H.out
     RECORDS = {b.benchmark: b.records for b in H.benches.values()}
     print(f"\n{'benchmark':18} {'variant':28} {'ms':>9}  extra")

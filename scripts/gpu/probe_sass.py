@@ -206,7 +206,7 @@ def main():
               f"{res['stack_frame_bytes']:>5}B  {res['instructions']:5d} instr; inner loop {lp.get('instructions')} "
               f"{ {k: v for k, v in lp.get('opcodes', {}).items() if k.split('.')[0] in ('FFMA', 'LDG', 'LDS', 'LDL', 'STL', 'BRA', 'ISETP', 'FSEL', 'RED', 'ATOM', 'ATOMG')} }"
               + (f" chain {res['chain']}" if "chain" in res else ""))
-    for k, v in summary.items():
+    for v in summary.values():
         if isinstance(v, dict):
             v.pop("body", None)
     (out / "probe_sass.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -33,7 +33,6 @@ from __future__ import annotations
 import csv
 import glob
 import io
-import json
 import os
 import pathlib
 import re
