@@ -99,3 +99,42 @@ def test_recorded_sass_and_ncu_tables():
     assert "11.5" in ncu and "121.6" in ncu
     assert display.ncu_value({"DRAM Throughput [%]": 3}, "DRAM Throughput") == 3
     assert display.sweep_plot([]) is None
+
+
+def test_the_gpu_path_checks_before_it_times(monkeypatch):
+    # lab._gpu_row on the CPU engine with the GPU timer stubbed: the checks are the ones a GPU runs
+    from numba import cuda
+
+    from course import bench
+
+    timed = []
+    monkeypatch.setattr(bench, "time_ms", lambda fn, reps, warmup: timed.append(fn) or [2.0, 1.0, 3.0])
+
+    @cuda.jit
+    def double(a, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            out[i] = a[i] * 2
+
+    @cuda.jit
+    def half_done(a, out):
+        i = cuda.grid(1)
+        if i < a.shape[0] // 2:
+            out[i] = a[i] * 2
+
+    @cuda.jit
+    def total(a, out):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            cuda.atomic.add(out, 0, a[i])
+
+    a = np.arange(100, dtype=np.float32) - 50
+    for exact in (True, False):
+        launch = lab.Launch(2, 64, [a, np.zeros_like(a)], out=1, expected=2 * a, exact=exact, bytes_moved=800)
+        assert lab._gpu_row("double", double, launch) == (2.0, "0 GB/s")
+        with pytest.raises(bench.BenchError, match="differ"):
+            lab._gpu_row("half_done", half_done, launch)
+    acc = lab.Launch(2, 64, [a, np.zeros(1, np.float32)], out=1, expected=np.array([a.sum()], np.float32),
+                     accumulate=True, flops=1e9)
+    assert lab._gpu_row("total", total, acc) == (2.0, "0.50 TFLOP/s")
+    assert len(timed) == 3  # only kernels that passed were timed
