@@ -456,7 +456,7 @@ def memcheck():
         return
     import re
 
-    cmd = [tool, "--tool", "memcheck", "--report-api-errors", "no", "--show-backtrace", "no", "--print-limit", "100",
+    cmd = [tool, "--tool", "memcheck", "--report-api-errors", "no", "--show-backtrace", "no", "--print-limit", "10000",
            sys.executable, __file__, "--out", str(OUT), "--child", "seed_oob"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     text = scrub(r.stdout + "\n" + r.stderr)
@@ -465,13 +465,14 @@ def memcheck():
     reports = []
     for i, ln in enumerate(lines):
         if "Invalid __global__" in ln:
-            reports.append([x.replace("=========", "").strip() for x in lines[i:i + 4] if x.strip()])
+            reports.append([x.replace("=========", "").strip() for x in lines[i:i + 5] if x.strip()])
+    writes = [r for r in reports if "write" in r[0]]
     m = re.search(r"ERROR SUMMARY:\s*(\d+)\s+error", text)
     H.record("probes_memcheck", "seed_oob", None, 0, [SEED_BUG_N] * 3, "float32", tool="memcheck",
              returncode=r.returncode, errors=int(m.group(1)) if m else None,
              invalid_global_write=len(re.findall(r"Invalid __global__ write", text)),
              invalid_global_read=len(re.findall(r"Invalid __global__ read", text)),
-             first_reports=reports[:8], options="--report-api-errors no --show-backtrace no --print-limit 100",
+             first_reports=reports[:6], first_write_reports=writes[:6], options="--report-api-errors no --show-backtrace no --print-limit 10000",
              planted="seed 002's tiled matmul, grid rounded up at N = 1000 (not a multiple of TILE): threads past N "
                      "read and write past the arrays", command=" ".join(scrub(c) for c in cmd[1:]))
     log(f"memcheck: {len(reports)} invalid-access reports, rc {r.returncode}")
