@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from course.exercises.contract import Property
 
 # Properties, measured on a trace report (course.trace)
@@ -147,10 +149,7 @@ def few_warp_splits(max_per_warp: float, hint: str = "") -> Property:
 def thread_atomics(report, space: str):
     """Thread-level atomic operations on ``space`` memory in a traced launch, or None when the trace did not
     keep every block in detail (the tracer counts warp-level requests for the whole launch, lanes per block)."""
-    blocks = 1
-    for d in (report.griddim if isinstance(report.griddim, tuple) else (report.griddim,)):
-        blocks *= int(d)
-    if len(report.detail_blocks) < blocks:
+    if len(report.detail_blocks) < math.prod(report.grid):
         return None
     return sum(w.active for b in report.detail_blocks for w in report.warp_accesses(b)
                if w.op == "atomic" and w.space == space)

@@ -193,6 +193,16 @@ class Report:
         self.detail_blocks = sorted(rec.kept)
 
     @property
+    def grid(self) -> tuple:
+        """The launch's blocks per grid as (x, y, z), however ``griddim`` was written."""
+        return _engine.normalise_dims(self.griddim, "griddim")
+
+    @property
+    def block(self) -> tuple:
+        """The launch's threads per block as (x, y, z), however ``blockdim`` was written."""
+        return _engine.normalise_dims(self.blockdim, "blockdim")
+
+    @property
     def compiler(self) -> dict:
         """What the GPU compiler's view added to the counts (course.compiler, docs/tracer.md).
 
@@ -329,7 +339,7 @@ class Report:
         return sorted({r.line for r in self.by_line()})
 
     def _block_key(self, block):
-        gx, gy, gz = _engine.normalise_dims(self.griddim, "griddim")
+        gx, gy, gz = self.grid
         if isinstance(block, (int, np.integer)):
             b = int(block)
             blk = (b % gx, (b // gx) % gy, b // (gx * gy))
@@ -344,7 +354,7 @@ class Report:
 
     def _warp_access(self, blk, key, group):
         space, op, site, warp, occ = key
-        bx, by, bz = _engine.normalise_dims(self.blockdim, "blockdim")
+        bx, by, bz = self.block
         size = group[0][R_SIZE]
         addrs = [None] * 32
         for r in group:
@@ -411,7 +421,7 @@ class Report:
         rec = self._rec
         rec.global_races()
         out = []
-        bx, by, _bz = _engine.normalise_dims(self.blockdim, "blockdim")
+        bx, by, _bz = self.block
 
         def thread(tid):
             return (tid % bx, (tid // bx) % by, tid // (bx * by))

@@ -24,6 +24,7 @@ sum and the results can be compared bit for bit with NumPy.  Used by ``scripts/b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -31,6 +32,8 @@ import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from numba import cuda, float32, int32
+
+from course.engine import normalise_dims
 
 FULL_MASK = 0xFFFFFFFF
 TPB = 256  # threads_per_block of the 1-D kernels
@@ -422,15 +425,11 @@ class SuiteKernel:
     def threads(self, shape=None):
         """How many CUDA threads the launch has."""
         grid, block, _ = self.config(self.shape if shape is None else shape)
-        return int(np.prod(_dims(grid)) * np.prod(_dims(block)))
+        return math.prod(normalise_dims(grid, "griddim")) * math.prod(normalise_dims(block, "blockdim"))
 
     def expected(self, args):
         """The NumPy answer for ``args`` (taken before the launch), one array per output."""
         return tuple(self.reference(*[a.copy() if isinstance(a, np.ndarray) else a for a in args]))
-
-
-def _dims(d):
-    return d if isinstance(d, tuple) else (d,)
 
 
 def _config_1d(tpb=TPB):

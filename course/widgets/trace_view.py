@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import pathlib
 from dataclasses import dataclass, field
 from typing import Optional
@@ -32,11 +33,7 @@ NOT_MEASURED = "not measured yet"
 
 def warps_per_block(report) -> int:
     """Warps in one block of the traced launch (a partial last warp counts)."""
-    dims = report.blockdim if isinstance(report.blockdim, tuple) else (report.blockdim,)
-    threads = 1
-    for d in dims:
-        threads *= int(d)
-    return -(-threads // analysis.WARP_SIZE)
+    return -(-math.prod(report.block) // analysis.WARP_SIZE)
 
 
 def line_choices(report, shared_first: bool = True) -> list[tuple[str, int]]:
