@@ -14,9 +14,11 @@
 Every measurable claim carries a ``check``: which recorded value answers it, and the range the claim
 states.  A reference (``a``, ``b``) names a record of ``data/measurements/<benchmark>.json`` by
 ``benchmark``, ``variant``, ``field`` (a key, or a list of keys into nested fields) and optionally
-``where`` (other fields the record must have: ``{"size": [16384, 16384], "dtype": "int32"}``), or a case of
+``where`` (other fields the record must have: ``{"size": [16384, 16384], "dtype": "int32"}``) and ``over``
+(``sum``/``max``/``min``/``count`` of the field over every matching record of the newest run), or a case of
 the Nsight Compute validation run (``data/tracer_validation.json``) by ``case`` and ``field``
-(``["ncu", "shared_load_wavefronts"]``).  Kinds:
+(``["ncu", "shared_load_wavefronts"]``), or a field of another recorded JSON file under ``data/`` by
+``file`` and ``field``; ``scale`` multiplies the value.  Kinds:
 
 - ``value`` (a), ``ratio`` (a / b), ``loss`` (1 - b / a), ``attribute`` (a device attribute, ``name``);
 - ``arithmetic``: ``expr``, plain arithmetic on numbers the claim itself states (launch sizes, padding);
@@ -135,6 +137,9 @@ def _ref_problems(ref, side) -> list:
         return [f"check.{side} must be an object"]
     if "case" in ref:
         return [] if ref.get("field") else [f"check.{side} (a validation case) needs 'field'"]
+    if "file" in ref:
+        ok = isinstance(ref["file"], str) and ref["file"].startswith("data/") and ".." not in ref["file"]
+        return [] if ok and ref.get("field") else [f"check.{side} (a file) needs a 'file' under data/ and a 'field'"]
     if not all(ref.get(k) for k in ("benchmark", "variant", "field")):
         return [f"check.{side} needs benchmark, variant and field (or case and field)"]
     if "where" in ref and not isinstance(ref["where"], dict):
@@ -324,6 +329,16 @@ def _resolve(store: Records, ref, run=None):
 
 
 def _resolve1(store: Records, ref, run=None):
+    if "file" in ref:  # another recorded file of data/ (a compiler report, say): a field of its JSON
+        path = ROOT / ref["file"]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None, None, None
+        value = _number(_dig(data, ref["field"]))
+        if value is None:
+            return None, None, None
+        return value, None, f"{ref['file']}: {_field_name(ref['field'])}"
     if "case" in ref:
         case = store.cases.get(ref["case"])
         value = _number(_dig(case, ref["field"])) if case else None
@@ -492,7 +507,8 @@ def _check_files(check) -> set:
     for side in ("a", "b"):
         ref = check.get(side)
         if isinstance(ref, dict):
-            out.add("data/tracer_validation.json" if "case" in ref else f"data/measurements/{ref['benchmark']}.json")
+            out.add(ref["file"] if "file" in ref else
+                    "data/tracer_validation.json" if "case" in ref else f"data/measurements/{ref['benchmark']}.json")
     return out
 
 

@@ -342,6 +342,16 @@ def test_checks_select_by_where_combine_over_records_and_read_ncu_cases():
         (196.0, "confirmed")
     missing = dict(ratio, b={"benchmark": "t", "variant": "nowhere", "field": "ms"})
     assert claims.judge(missing, recs) == (None, None, None)
+    # a field of another recorded file under data/ (the tracer's validation file stands in for one)
+    from_file = {"kind": "value", "a": {"file": "data/tracer_validation.json", "field": ["summary", "cases"]},
+                 "range": [1, 1e9]}
+    value, verdict, evidence = claims.judge(from_file, recs)
+    assert value >= 1 and verdict == "confirmed" and evidence.startswith("data/tracer_validation.json")
+    scaled = {"kind": "value", "a": {"file": "data/tracer_validation.json", "field": ["summary", "cases"], "scale": 0},
+              "range": [0, 0]}
+    assert claims.judge(scaled, recs)[:2] == (0.0, "confirmed")
+    assert claims.judge(dict(from_file, a={"file": "data/none.json", "field": "x"}), recs) == (None, None, None)
+    assert any("under data/" in p for p in claims.validate([dict(_good(), check=dict(from_file, a={"file": "../x.json", "field": "f"}))]))
 
 
 def test_arithmetic_checks_evaluate_numbers_only():
