@@ -34,7 +34,6 @@ import math
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import tarfile

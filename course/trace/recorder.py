@@ -799,7 +799,7 @@ def same_value(vals, i, j):
         return False
     try:
         return bool(vals[i] == vals[j])
-    except Exception:  # noqa: BLE001 - an odd value: not the same
+    except Exception:  # an odd value: not the same
         return False
 
 

@@ -236,7 +236,7 @@ def measure_size(shape, dtype):
     rounds = {name: [] for name, *_ in plan}
     host = {}
     for _ in range(0 if ARGS.dry_run else 2):
-        for name, fn, timer, extra in plan:
+        for name, fn, timer, _extra in plan:
             if f"{name}@{shape}" in FAILED:
                 continue
             try:
@@ -248,10 +248,10 @@ def measure_size(shape, dtype):
             times[name] += t
             rounds[name].append(float(np.median(t)))
     if not ARGS.dry_run:
-        for name, fn, timer, extra in plan:
+        for name, fn, timer, _extra in plan:
             if f"{name}@{shape}" not in FAILED:
                 host[name] = bench.host_ms(fn, calls=10, timer=timer)
-    for name, fn, timer, extra in plan:
+    for name, _fn, timer, extra in plan:
         if f"{name}@{shape}" in FAILED:
             continue
         more = {}

@@ -362,7 +362,7 @@ def nsight_compute():
         if isinstance(dur_ns, (int, float)):
             ms = dur_ns / {"ns": 1e6, "nsecond": 1e6, "us": 1e3, "usecond": 1e3, "ms": 1.0, "msecond": 1.0,
                            "s": 1e-3, "second": 1e-3}.get(unit, 1e6)
-        rec = BENCH.record(f"ncu:{name}", [ms] if ms else None, size=(ARGS.size,) * 3, dtype="float32",
+        BENCH.record(f"ncu:{name}", [ms] if ms else None, size=(ARGS.size,) * 3, dtype="float32",
                            flops=MM.flops(ARGS.size, ARGS.size, ARGS.size), kernel=name, part="ncu",
                            ncu_kernel=launch["kernel"][:200], metrics=m, units=launch["units"],
                            asked=metrics, left_out_unknown=dropped, stall_source=source, returned=sorted(m),
