@@ -6,6 +6,7 @@ that a change inside one module cannot silently break another.  Parsed with ``as
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -167,4 +168,21 @@ def test_a_layer_imports_only_from_the_layers_below(layer):
             if target != layer and target not in BELOW[layer]:
                 wrong.setdefault(str(path.relative_to(ROOT)), set()).add(imported)
     assert not wrong, f"{layer} reaches up into a higher layer (pass what it needs down, or move the code): {wrong}"
+
+
+def _layout_paths() -> set:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    return {p for row in rows for p in re.findall(r"`([^`]+)`", row.split("|")[1])}
+
+
+def test_the_readmes_layout_table_matches_the_tree():
+    named = _layout_paths()
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"the README's layout table names paths that do not exist: {missing}"
+    parts = {f"course/{p.name}" + ("/" if p.is_dir() else "") for p in COURSE.iterdir()
+             if (p.suffix == ".py" and not p.name.startswith("__")) or (p.is_dir() and (p / "__init__.py").exists())}
+    unnamed = sorted(p for p in parts if p not in named)
+    assert not unnamed, f"add these to the README's layout table: {unnamed}"
 
