@@ -186,3 +186,20 @@ def test_the_readmes_layout_table_matches_the_tree():
     unnamed = sorted(p for p in parts if p not in named)
     assert not unnamed, f"add these to the README's layout table: {unnamed}"
 
+
+def test_the_engine_reads_of_its_hooks_only_what_launchhooks_declares():
+    """Every ``getattr(hooks, "name", ...)`` in the engine is a member of the LaunchHooks protocol, and every
+    member of the protocol is read somewhere: the interface the tracer implements is the one the engine uses."""
+    read = set()
+    for path in (COURSE / "engine").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                    and len(node.args) >= 2 and "hooks" in ast.unparse(node.args[0]) \
+                    and isinstance(node.args[1], ast.Constant):
+                read.add(node.args[1].value)
+    protocol = next(n for n in ast.walk(ast.parse((COURSE / "engine" / "hooks.py").read_text(encoding="utf-8")))
+                    if isinstance(n, ast.ClassDef) and n.name == "LaunchHooks")
+    declared = {n.target.id for n in protocol.body if isinstance(n, ast.AnnAssign)} | \
+               {n.name for n in protocol.body if isinstance(n, ast.FunctionDef)}
+    assert read == declared, f"read by the engine but not declared: {read - declared}; declared, never read: {declared - read}"
+
