@@ -167,9 +167,9 @@ register(Exercise(
           f"float32 matrix x of shape (rows, cols). It is launched with threads_per_block = {SM_BLOCK} and "
           f"blocks_per_grid = ceil(rows / {SM_BLOCK[1]}): warp threadIdx.y owns one row, its lanes stride along "
           "the row (coalesced, 合并访存), and the warp finds the row's maximum and then its sum with shuffles "
-          "(洗牌): no shared memory, no atomics. Read each element of x at most twice (once for the maximum, "
-          "once for the sum and the output: keep exp in a register only if you like). Correct for rows of any "
-          "length, including large values."),
+          "(洗牌): no shared memory, no atomics. Read each element of x at most three times (for the maximum, "
+          "for the sum of exponentials, for the output). Correct for rows of any length, including large "
+          "values."),
     make_inputs=_sm_inputs,
     make_trace_input=lambda rng: _sm_input(rng, *SM_TRACE, "two full blocks"),
     properties=(
