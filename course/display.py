@@ -265,3 +265,18 @@ def per_request(counts: dict, case: str, kind: str = "global_load"):
     if not hw or not hw.get(f"{kind}_requests"):
         return None
     return hw[f"{kind}_{unit}"] / hw[f"{kind}_requests"]
+
+
+def shared_lines(report, *, ideal: bool = True) -> Table:
+    """The shared-memory lines of a traced launch: wavefronts per request (and the ideal), with the source."""
+    rows = [[r.line, r.op, "/".join(r.arrays), f"{r.per_request:.2f}"] + ([f"{r.ideal_per_request:.0f}"] if ideal else [])
+            + [r.source] for r in report.by_line() if r.space == "shared"]
+    return Table(["line", "op", "array", "wavefronts/req"] + (["ideal"] if ideal else []) + ["source"], rows)
+
+
+def occupancy_table(rows) -> Table:
+    """``course.occupancy.Occupancy`` results as a table: block, registers, shared, blocks and warps per SM, limit."""
+    return Table(["threads/block", "regs/thread", "shared B/block", "blocks/SM", "warps/SM", "occupancy", "limited by"],
+                 [[o.threads_per_block, o.regs_per_thread, o.shared_per_block, o.blocks_per_sm,
+                   f"{o.warps_per_sm}/{o.max_warps_per_sm}", f"{o.occupancy:.0%}", " and ".join(o.limited_by)]
+                  for o in rows])
