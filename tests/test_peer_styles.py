@@ -26,7 +26,10 @@ def _run(w, seed=None):
     return work[0], w.reference(*args)
 
 
-@pytest.mark.parametrize("w", WORKLOADS, ids=[w.name for w in WORKLOADS])
+RUNS = [w for w in WORKLOADS if not w.expect_error]
+
+
+@pytest.mark.parametrize("w", RUNS, ids=[w.name for w in RUNS])
 def test_workload_gives_numpys_answer(w):
     got, expected = _run(w)
     np.testing.assert_array_equal(got, expected)
@@ -34,9 +37,17 @@ def test_workload_gives_numpys_answer(w):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_workloads_in_other_thread_orders(seed):
-    for w in WORKLOADS:
+    for w in RUNS:
         got, expected = _run(w, seed)
         np.testing.assert_array_equal(got, expected, err_msg=w.name)
+
+
+def test_a_kernel_parameter_default_is_refused_as_on_the_gpu():
+    w = next(w for w in WORKLOADS if w.name == "kernel_default")
+    with pytest.raises(TypeError) as err:
+        _run(w)
+    msg = str(err.value)
+    assert "kernel_default" in msg and "takes 3 argument(s) (out, a, k)" in msg and "pass every argument" in msg
 
 
 def test_every_style_is_covered():

@@ -92,12 +92,18 @@ _SCALARS = (int, float, complex, bool, np.generic)
 def _prepare_args(fn, args, launch, module):
     """Turn launch arguments into what the kernel sees; returns (kernel args, write-backs)."""
     names = list(fn.__code__.co_varnames[: fn.__code__.co_argcount])
-    defaults = fn.__defaults__ or ()
-    if len(args) < len(names) and len(args) >= len(names) - len(defaults):
-        args = tuple(args) + tuple(defaults[len(defaults) - (len(names) - len(args)):])
     if len(args) != len(names) and not (fn.__code__.co_flags & 0x04):
+        defaults = fn.__defaults__ or ()
+        note = ""
+        if len(names) - len(defaults) <= len(args) < len(names):
+            # numba-cuda 0.30 on the H200: "Signature mismatch: 2 argument types given, but function takes 3
+            # arguments" -- a kernel parameter's default is not filled in (a device function's is)
+            note = (". A GPU does not fill in a kernel parameter's default value either (numba-cuda: "
+                    "'Signature mismatch'); pass every argument at the launch, or move the default into a device "
+                    "function")
         raise typed_error(TypeError,
-            f"kernel `{launch.name}` takes {len(names)} argument(s) ({', '.join(names)}) but the launch passed {len(args)}"
+            f"kernel `{launch.name}` takes {len(names)} argument(s) ({', '.join(names)}) but the launch passed "
+            f"{len(args)}{note}"
         )
     out, writebacks = [], []
     for pos, arg in enumerate(args):

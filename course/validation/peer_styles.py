@@ -12,7 +12,8 @@ course's own.  What matters here is the *style*, each one a way real code names 
 - ``closure_const``: a kernel made inside a function, reading the function's arguments (constants);
 - ``device_module``: device functions imported from another module
   (:mod:`course.validation.peer_helpers`), one called with a default argument left out;
-- ``kernel_default``: a kernel whose last parameter has a default value, launched without it.
+- ``kernel_default``: a kernel whose last parameter has a default value, launched without it: the H200
+  refuses it (numba-cuda 0.30.4: "Signature mismatch"), and so must the engine (``expect_error``).
 
 Each :class:`Workload` builds its kernel with ``build()``, so the kernel is made the way its style makes
 it, at the moment it is needed.  ``tests/test_peer_styles.py`` runs each on the CPU engine;
@@ -48,7 +49,7 @@ class Workload:
     blockdim: Any
     make_args: Callable[[np.random.Generator], tuple]
     reference: Callable[..., np.ndarray]  # NumPy's value of the first argument (the output)
-
+    expect_error: str = ""  # the launch must fail (as on the GPU) with an exception of this type
     def args(self, seed: int = 0) -> tuple:
         return tuple(self.make_args(np.random.default_rng(seed)))
 
@@ -297,8 +298,8 @@ def _f(rng, *shape):
 WORKLOADS: list = []
 
 
-def _w(name, style, build, grid, block, make_args, reference):
-    WORKLOADS.append(Workload(name, style, build, grid, block, make_args, reference))
+def _w(name, style, build, grid, block, make_args, reference, expect_error=""):
+    WORKLOADS.append(Workload(name, style, build, grid, block, make_args, reference, expect_error))
 
 
 _w("map", "factory", lambda: cuda.jit(map_factory(cuda)), 1, 4,
@@ -358,7 +359,7 @@ _w("device_module_warp", "device_module", lambda: device_module_warp, 2, 64,
    lambda r: (np.zeros(4, np.float32), _f(r, 128)),
    lambda out, a: a.reshape(4, 32).astype(np.float64).sum(axis=1).astype(np.float32))
 _w("kernel_default", "kernel_default", lambda: kernel_default, 1, 32,
-   lambda r: (np.zeros(20, np.float32), _f(r, 20)), lambda out, a: a * 3)
+   lambda r: (np.zeros(20, np.float32), _f(r, 20)), lambda out, a: a * 3, expect_error="TypeError")
 
 WORKLOADS_BY_NAME = {w.name: w for w in WORKLOADS}
 

@@ -34,6 +34,11 @@ B = 64          # threads per block in the 1-D cases (two warps)
 HALF = 32
 TILE = 16       # matmul tile: (16, 16) blocks, 8 warps
 N_MM = 32       # matmul size: 2 tiles along k
+# shapes of shared arrays must be literal ints for the GPU compiler: `B + 2` inside a kernel is an int64
+# expression, which the engine accepts and numba-cuda refuses (seen on the H200)
+B_HALO = B + 2
+B_ALIAS = B + HALF
+B_WORDS = B // 4
 FULL = 0xFFFFFFFF
 LOW = 0x0000FFFF
 
@@ -109,7 +114,7 @@ def neighbour_nosync(x, out):
 @cuda.jit
 def stencil_nosync(x, out):
     """3-point stencil with halo; no barrier: lane 31 reads s[33] (written by thread 32, other warp)."""
-    s = cuda.shared.array(B + 2, float32)
+    s = cuda.shared.array(B_HALO, float32)
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * B + t
     n = x.shape[0]
@@ -124,7 +129,7 @@ def stencil_nosync(x, out):
 @cuda.jit
 def stencil_sync(x, out):
     """The same with syncthreads() before the reads: race-free."""
-    s = cuda.shared.array(B + 2, float32)
+    s = cuda.shared.array(B_HALO, float32)
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * B + t
     n = x.shape[0]
@@ -521,7 +526,7 @@ def _own_ref(x, out):
 def alias_views_nosync(x, out):
     """Two views of one shared array overlap: lo = s[0:64], hi = s[32:96].  Thread t writes lo[t] and
     reads hi[t] = s[t + 32], written by thread t + 32 (the other warp) with no barrier."""
-    s = cuda.shared.array(B + HALF, float32)
+    s = cuda.shared.array(B_ALIAS, float32)
     lo = s[0:B]
     hi = s[HALF:B + HALF]
     t = cuda.threadIdx.x
@@ -534,7 +539,7 @@ def alias_views_nosync(x, out):
 @cuda.jit
 def alias_views_sync(x, out):
     """The same with a barrier: race-free."""
-    s = cuda.shared.array(B + HALF, float32)
+    s = cuda.shared.array(B_ALIAS, float32)
     lo = s[0:B]
     hi = s[HALF:B + HALF]
     t = cuda.threadIdx.x
@@ -602,7 +607,7 @@ def _bytes_ref(x, out):
 def byte_view_nosync(x, out):
     """A byte view of an int32 array: thread t writes byte t, then reads word (63 - t) // 4 = bytes
     stored by threads of the other warp, with no barrier."""
-    s = cuda.shared.array(B // 4, int32)
+    s = cuda.shared.array(B_WORDS, int32)
     b = s.view(np.uint8)
     t = cuda.threadIdx.x
     b[t] = x[t]
@@ -612,7 +617,7 @@ def byte_view_nosync(x, out):
 @cuda.jit
 def byte_view_sync(x, out):
     """The same with the barrier: race-free."""
-    s = cuda.shared.array(B // 4, int32)
+    s = cuda.shared.array(B_WORDS, int32)
     b = s.view(np.uint8)
     t = cuda.threadIdx.x
     b[t] = x[t]
@@ -823,6 +828,50 @@ def syncwarp_partial_only(x, out):
 
 
 # ---------------------------------------------------------------------------------------------------
+# Write-after-read alone (what racecheck reports of it)
+
+
+@cuda.jit
+def war_neighbour_in_warp(x, out):
+    """Lane t reads s[t ^ 1], then stores to s[t]: its partner's store lands on what it read (WAR inside a warp)."""
+    s = cuda.shared.array(B, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    v = s[t ^ 1]
+    s[t] = v * 2.0
+    cuda.syncthreads()
+    out[t] = s[t]
+
+
+@cuda.jit
+def war_across_warps(x, out):
+    """Thread t reads s[(t + 32) % 64] (the other warp's element), then stores to s[t]: WAR between warps."""
+    s = cuda.shared.array(B, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    v = s[(t + HALF) % B]
+    s[t] = v * 2.0
+    cuda.syncthreads()
+    out[t] = s[t]
+
+
+@cuda.jit
+def rmw_pairs_in_warp(out):
+    """s[t // 2] += 1: two lanes of one warp read-modify-write one word at one instruction."""
+    s = cuda.shared.array(HALF, float32)
+    t = cuda.threadIdx.x
+    if t < HALF:
+        s[t] = 0.0
+    cuda.syncthreads()
+    s[t // 2] += 1.0
+    cuda.syncthreads()
+    if t < HALF:
+        out[t] = s[t]
+
+
+# ---------------------------------------------------------------------------------------------------
 # Global memory (racecheck does not look at it; CUDA's memory model defines these races all the same)
 
 
@@ -1013,6 +1062,10 @@ _add("activemask_then_load", activemask_then_load, 1, B, _x(), (W,), tags=("warp
 _add("syncwarp_partial_then_full", syncwarp_partial_then_full, 1, HALF, _x(HALF), reference=_partial_full_ref,
      tags=("trap", "warp", "syncwarp mask"))
 _add("syncwarp_partial_only", syncwarp_partial_only, 1, HALF, _x(HALF), (W,), tags=("warp", "syncwarp mask"))
+_add("war_neighbour_in_warp", war_neighbour_in_warp, 1, B, _x(), (W,), tags=("write after read", "warp"))
+_add("war_across_warps", war_across_warps, 1, B, _x(), (E,), tags=("write after read",))
+_add("rmw_pairs_in_warp", rmw_pairs_in_warp, 1, B, lambda rng: (np.zeros(HALF, np.float32),), (W,),
+     tags=("warp", "read-modify-write"), note="pairs of lanes of one warp update one word at one instruction")
 _add("global_accumulate_plain", global_accumulate_plain, 4, B, lambda rng: (_ints(rng, 4 * B), np.zeros(1, np.float32)),
      (), True, tags=("global",))
 _add("global_accumulate_atomic", global_accumulate_atomic, 4, B,
