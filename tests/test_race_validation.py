@@ -80,15 +80,20 @@ def test_tracer_reports_the_models_races(c):
 
 
 def test_parse_racecheck_hazard_mode():
+    # the shape of compute-sanitizer 2025.3's hazard report on the H200 (function names shortened)
     text = "\n".join([
         "========= COMPUTE-SANITIZER",
-        "========= Error: Potential RAW hazard detected at __shared__ 0x80 in block (0, 0, 0) :",
-        "=========     Write Thread (31, 0, 0) at 0x2d0 in /x/race_suite.py:80:reverse_nosync(Array<float, 1>)",
-        "=========     Read Thread (32, 0, 0) at 0x310 in /x/race_suite.py:81:reverse_nosync(Array<float, 1>)",
-        "=========     Current Value : 0",
-        "========= Warning: Potential WAR hazard detected at __shared__ 0x84 in block (0,0,0) :",
-        "=========     Read Thread (1,0,0) at 0x2d0 in /x/race_suite.py:81:reverse_nosync()",
-        "=========     Write Thread (2,0,0) at 0x310 in /x/race_suite.py:80:reverse_nosync()",
+        "========= Error: Potential WAR hazard detected at __shared__ 0x400 in block (0,0,0) :",
+        "=========     Read Thread (63,0,0) at race_suite::tile_loop[abi:v1](Array<float, (int)1, C, mutable, "
+        "aligned>)+0x360 in race_suite.py:334",
+        "=========     Write Thread (0,0,0) at race_suite::tile_loop[abi:v1](Array<float, (int)1, C, mutable, "
+        "aligned>)+0x370 in race_suite.py:332",
+        "=========     Current Value : 108, Incoming Value : 181",
+        "========= ",
+        "========= Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x404 in block "
+        "(0,0,0) :",
+        "=========     Write Thread (0,0,0) at race_suite::k(Array<float, (int)1>)+0x10 in race_suite.py:101",
+        "=========     Read Thread (1,0,0) at race_suite::k(Array<float, (int)1>)+0x20 in race_suite.py:102",
         "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)",
     ])
     r = VR.parse_racecheck(text)
@@ -96,7 +101,7 @@ def test_parse_racecheck_hazard_mode():
     assert VR.racecheck_severities(r) == ["error", "warning"]
     kinds = {(p["severity"], p["kind"], p["first"]["op"], p["first"]["line"], p["second"]["op"], p["second"]["line"])
              for p in r["pairs"]}
-    assert kinds == {("error", "RAW", "write", 80, "read", 81), ("warning", "WAR", "read", 81, "write", 80)}
+    assert kinds == {("error", "WAR", "read", 334, "write", 332), ("warning", "RAW", "write", 101, "read", 102)}
 
 
 def test_parse_racecheck_analysis_mode_and_no_summary():
