@@ -438,3 +438,35 @@ def test_chunk_kernel_must_keep_to_its_chunk():
     # the first input's chunk is element 0 only; its block of 128 threads also writes elements 1..127
     assert v.status == "fail" and "start=0, count=1" in v.message and "127 of 1000 elements wrong" in v.message
     assert "other chunks" in v.hint
+
+
+@cuda.jit
+def tree_sum_runs(a, out):
+    # each thread adds 4 neighbouring elements: right, but a warp's lanes read 16 bytes apart in each load
+    s = cuda.shared.array(256, float32)
+    tid = cuda.threadIdx.x
+    v = float32(0)
+    for j in range(4):
+        i = cuda.blockIdx.x * 1024 + 4 * tid + j
+        if i < a.shape[0]:
+            v += a[i]
+    s[tid] = v
+    cuda.syncthreads()
+    stride = 128
+    while stride > 0:
+        if tid < stride:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])
+
+
+def test_reduction_tree_whose_first_loads_are_strided_loses_a_point():
+    # the course's own tree loads float4 vectors (16 sectors per request, all needed) and passes; 4-byte loads
+    # 16 bytes apart need 16 sectors where 4 would do
+    v = E.judge(E.get("07.tree_sum"), tree_sum_runs, seed=0)
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = [r for r in v.results if not r.passed]
+    assert [r.what for r in failed] == ["coalesced global loads: no sector more than needed (合并访存)"], str(v)
+    assert "4.00× the minimum" in failed[0].detail

@@ -207,3 +207,24 @@ def shared_bytes_at_most(nbytes: int, name: str, hint: str) -> Property:
         return got <= nbytes, f"{got} bytes of shared memory per block (want at most {nbytes})"
 
     return Property(name, measure, hint)
+
+
+def coalesced_at_minimum(kind: str = "load", hint: str = "") -> Property:
+    """Global ``kind`` requests touch no more sectors than their accesses need (合并访存), whatever the access width.
+
+    Unlike :func:`coalesced` (at most 4 sectors per request, right for 4-byte accesses), this compares with the
+    tracer's ideal for each request, so 16-byte vector loads (16 sectors per warp) count as coalesced too.
+    """
+
+    def measure(report, extra):
+        rows = [r for r in report.by_line() if r.space == "global" and r.op == kind]
+        count, ideal = sum(r.count for r in rows), sum(r.ideal for r in rows)
+        if not rows or not ideal:
+            return False, f"no global {kind}s were traced"
+        return count <= ideal, (f"{count} sectors for {sum(r.requests for r in rows)} requests, "
+                                f"{count / ideal:.2f}× the minimum their bytes need (want 1×)")
+
+    what = "load" if kind == "load" else "store"
+    return Property(f"coalesced global {what}s: no sector more than needed (合并访存)", measure, hint or (
+        f"Which addresses do the 32 lanes of one warp touch in one {what}? Neighbouring lanes should touch "
+        f"neighbouring elements."))

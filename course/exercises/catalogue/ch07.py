@@ -9,6 +9,7 @@ from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import (
     coalesced,
+    coalesced_at_minimum,
     conflict_free,
     few_warp_splits,
     no_atomics,
@@ -53,6 +54,9 @@ register(Exercise(
     make_inputs=_red_inputs,
     make_trace_input=lambda rng: _red_input(rng, 2 * RED_PER_BLOCK, "two full blocks"),
     properties=(
+        coalesced_at_minimum("load", hint="Before the tree, each thread adds up to 4 elements: in each of those loads, do the "
+                               "32 lanes of a warp read 32 neighbouring elements? Let consecutive threads take "
+                               "consecutive elements, 256 apart between a thread's loads."),
         uses_shared(),
         conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
                       hint="In each step, which words do the active lanes of one warp read? When lane t reads "
