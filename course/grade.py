@@ -390,10 +390,10 @@ _COMPILED_NODES = (
 
 
 def _compile_host(found: Found, exercise, cell, node, src):
-    """A host-code exercise (chapter 08's pipeline): linted by :func:`course.exercises.host.lint_host`, then
-    compiled, like a kernel, from a function node built here (nothing of the ``def`` line is evaluated)."""
-    import numpy as np
-
+    """A host-code exercise (plain Python: chapter 08's pipeline, chapter 11's split): compiled by the
+    exercise's own ``host_compile`` (its whitelist over the body; :func:`course.exercises.host.compile_host`
+    by default), given a function node built here, so nothing of the learner's ``def`` line (decorators,
+    annotations, default expressions) is ever evaluated."""
     from course.exercises import host as H
 
     body = [x for x in node.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Constant))]
@@ -401,21 +401,18 @@ def _compile_host(found: Found, exercise, cell, node, src):
             body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc, "id", "") == "NotImplementedError":
         raise Rejected("not attempted", "FAILED not written yet: the function still raises NotImplementedError",
                        getattr(exercise, "stub_hint", ""))
-    problems = H.lint_host(node)
-    if problems:
-        line, msg = problems[0]
-        raise Rejected("rejected", f"cell {cell}, line {line} (in {exercise.target}): {msg}",
-                       "The pipeline needs only its arguments, cuda's streams, arrays and copies, and NumPy dtypes.")
-    fn = linted_def(node, cell, allowed=_COMPILED_NODES + (ast.List, ast.ListComp, ast.comprehension))
+    fn = linted_def(node, cell, check_body=False)  # the body is the exercise's whitelist's to check
     filename = f"<cell {cell}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    namespace = {"__builtins__": {n: getattr(builtins, n) for n in H.HOST_BUILTINS}, "np": np, "numpy": np,
-                 "__name__": "submission"}
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), filename, "exec"), namespace)
-    return namespace[exercise.target]
+    compile_fn = getattr(exercise, "host_compile", None) or H.compile_host
+    try:
+        return compile_fn(ast.fix_missing_locations(fn), filename)
+    except ValueError as err:
+        raise Rejected("rejected", f"cell {cell}, {err}",
+                       "Host code here may use only its arguments, what the exercise names, and NumPy dtypes.") from None
 
 
-def linted_def(fn: ast.FunctionDef, cell, allowed=None) -> ast.FunctionDef:
+def linted_def(fn: ast.FunctionDef, cell, allowed=None, check_body=True) -> ast.FunctionDef:
     """A new function node: ``fn``'s name, plain parameter names, number defaults and its (linted) body.
 
     Everything else of the learner's ``def`` line (decorators, annotations, default expressions,
@@ -438,7 +435,7 @@ def linted_def(fn: ast.FunctionDef, cell, allowed=None) -> ast.FunctionDef:
     node = ast.FunctionDef(name=fn.name, args=args, body=fn.body, decorator_list=[], returns=None,
                            type_comment=None, **({"type_params": []} if sys.version_info >= (3, 12) else {}))
     node = ast.copy_location(node, fn)
-    for sub in ast.walk(node):
+    for sub in ast.walk(node) if check_body else ast.walk(node.args):
         if not isinstance(sub, allowed or _COMPILED_NODES):
             raise Rejected("rejected", f"{where}: `{type(sub).__name__}` cannot be used in a CUDA kernel")
         if isinstance(sub, ast.FunctionDef) and sub is not node:

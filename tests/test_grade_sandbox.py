@@ -414,3 +414,24 @@ def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
         time.sleep(0.2)
         sandbox.remove_cgroup(cg)
     assert not os.path.exists(cg)
+
+
+def test_host_code_exercises_compile_only_their_linted_body(tmp_path, monkeypatch):
+    # chapter 08's pipeline is plain Python: its def line must not run in the grader either
+    from course import exercises as E
+    from course.grade import judge_isolated, scan, warm_up
+
+    warm_up()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("COURSE_FIXTURE_MARKS", str(marks))
+    src = ("import os\nimport numpy as np\nfrom numba import cuda\n\n"
+           "def pipeline(x: open(os.environ['COURSE_FIXTURE_MARKS'] + '/annotation', 'w'), factor, n_streams,\n"
+           "             kernel=open(os.environ['COURSE_FIXTURE_MARKS'] + '/default', 'w')):\n    return x\n")
+    found = scan(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src)]))
+    r = judge_isolated(found, E.get("08.pipeline"), 10)
+    assert r["status"] == "rejected" and "default must be a plain number" in r["message"]
+    stub = scan(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def pipeline(x, factor, n_streams, kernel):\n    raise NotImplementedError('todo')\n")]))
+    assert judge_isolated(stub, E.get("08.pipeline"), 10)["status"] == "not attempted"
+    assert os.listdir(marks) == []
