@@ -12,14 +12,6 @@ pytestmark = pytest.mark.skipif(course.on_gpu(), reason="simulated devices exist
 
 
 @pytest.fixture
-def rng(request):
-    """A generator seeded afresh each run; the seed is printed so that a failure can be replayed."""
-    seed = int(np.random.SeedSequence().entropy % 2**32)
-    print(f"{request.node.name}: rng seed {seed}")
-    return np.random.default_rng(seed)
-
-
-@pytest.fixture
 def two():
     multigpu.simulate(2)
     yield
