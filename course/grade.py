@@ -1186,14 +1186,18 @@ def warm_up():
 
 
 def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeout=None, quiet=False,
-          shard=None, deadline=None, seed="", use_sandbox=True) -> list:
+          shard=None, deadline=None, seed="", use_sandbox=True, own_process=False) -> list:
     """Grade every notebook under ``paths`` into ``out_dir``; return the gradebook rows.
 
     ``shard``: (i, n) grades only the submissions :func:`shard_of` gives to shard i; ``deadline``: a UTC
-    datetime, work submitted after it is marked late; ``seed``: a salt for every submission's input seeds."""
+    datetime, work submitted after it is marked late; ``seed``: a salt for every submission's input seeds;
+    ``own_process``: this process is the grader's alone (the command line), so it may reap and kill every
+    process below it at the end (orphans of a grading process killed on its time limit)."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    if own_process:
+        sandbox.become_subreaper()
     watched = {"course": PACKAGE}
     if (ROOT / "course").resolve() != PACKAGE.resolve() and (ROOT / "course").is_dir():
         watched["installed course"] = ROOT / "course"
@@ -1271,7 +1275,10 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     finally:
         for st in running.values():
             st[1].kill()
-        sandbox.sweep()  # workers are killed with their kernels (a kernel dies with its worker)
+        for st in running.values():
+            st[1].join(5)
+        if own_process:  # what a killed grading process left behind (its kernel dies with it; their children not)
+            sandbox.sweep()
         sandbox.remove_stale_cgroups()
         for root, _dirs, _files in os.walk(scratch):
             try:
@@ -1386,7 +1393,8 @@ def main(argv=None) -> int:
             print(f"course.grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
             return 2
         rows = grade(args.paths, args.out, jobs=args.jobs, cell_timeout=args.cell_timeout, timeout=args.timeout,
-                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, seed=args.seed)
+                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, seed=args.seed,
+                     own_process=True)
         width = max((len(r["submission"]) for r in rows), default=10)
         for r in rows:
             line = (f"{r['submission']:{width}}  {r['exercise']:22}  {r['score']}/{r['max_score']}  {r['status']:13} "

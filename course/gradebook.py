@@ -234,7 +234,7 @@ def gradescope_results(results: dict) -> dict:
             "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
 
 
-def gradescope(root=None, jobs=1) -> int:
+def gradescope(root=None, jobs=1, own_process=False) -> int:
     from course import grade as G
 
     root = pathlib.Path(root or os.environ.get("COURSE_AUTOGRADER_ROOT") or "/autograder")
@@ -243,7 +243,7 @@ def gradescope(root=None, jobs=1) -> int:
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-gradescope-"))
     try:
         sub = root / "submission"
-        G.grade([sub] if sub.exists() else [], work, jobs=jobs, quiet=True)
+        G.grade([sub] if sub.exists() else [], work, jobs=jobs, quiet=True, own_process=own_process)
         results = load_results(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -257,13 +257,13 @@ def gradescope(root=None, jobs=1) -> int:
 # GitHub Classroom
 
 
-def classroom(paths, exercise=None, **opts) -> int:
+def classroom(paths, exercise=None, own_process=False, **opts) -> int:
     """Grade, print each verdict and ``Points a/b``; exit 0 only when every (or the named) exercise has full marks."""
     from course import grade as G
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-classroom-"))
     try:
-        rows = G.grade(paths, work, quiet=True, **opts)
+        rows = G.grade(paths, work, quiet=True, own_process=own_process, **opts)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if exercise:
@@ -311,15 +311,15 @@ def main(argv) -> int:
         p.add_argument("--root", default=None)
         p.add_argument("--jobs", type=int, default=1)
         a = p.parse_args(rest)
-        return gradescope(a.root, a.jobs)
+        return gradescope(a.root, a.jobs, own_process=True)
     if cmd == "classroom":
         p = argparse.ArgumentParser(prog="python -m course.grade classroom")
         p.add_argument("paths", nargs="+")
         p.add_argument("--exercise", default=None, help="only this exercise decides the exit status")
         G.grading_arguments(p)
         a = p.parse_args(rest)
-        return classroom(a.paths, a.exercise, jobs=a.jobs, cell_timeout=a.cell_timeout, timeout=a.timeout,
-                         launch_timeout=a.launch_timeout, seed=a.seed)
+        return classroom(a.paths, a.exercise, own_process=True, jobs=a.jobs, cell_timeout=a.cell_timeout,
+                         timeout=a.timeout, launch_timeout=a.launch_timeout, seed=a.seed)
     raise SystemExit(f"course.grade: unknown command {cmd}")
 
 
