@@ -148,6 +148,20 @@ if GPU:
         t = event_ms(lambda: dst.copy_to_device(src), 0, ARGS.reps)
         rec("copy_same_device", t, size=[COPY_BYTES], dtype="uint8", devices=1, bytes_moved=2 * COPY_BYTES,
             note="read + write on one device (GB/s counts both); 10 copies queued between the events")
+        # is that copy the GPU's time or numba's? the host time to issue one copy, and CuPy's copy of the same bytes
+        rec("copy_same_device_host", None, size=[COPY_BYTES], dtype="uint8", devices=1,
+            host_ms_per_call=bench.host_ms(lambda: dst.copy_to_device(src), calls=20),
+            note="host milliseconds numba needs to issue one device-to-device copy (no synchronisation)")
+        try:
+            import cupy as cp
+
+            c_src, c_dst = cp.asarray(src), cp.asarray(dst)
+            rec("copy_same_device_cupy", bench.time_ms(lambda: c_dst.__setitem__(Ellipsis, c_src), reps=ARGS.reps,
+                                                       timer="cupy", batch=10),
+                size=[COPY_BYTES], dtype="uint8", devices=1, bytes_moved=2 * COPY_BYTES,
+                note="the same buffers copied by CuPy (its events, 10 copies queued between them)")
+        except ImportError:
+            log("CuPy missing: no reference copy")
         pinned = cuda.pinned_array(n_copy, np.float32)
 
         def round_trip():
