@@ -36,6 +36,8 @@ def test_every_chapter_has_two_predict_tasks_and_live_timing(number):
     code = ["".join(c["source"]) for c in _cells(path) if c["cell_type"] == "code"]
     assert sum("lab.predict(" in c for c in code) >= 2, path.name
     assert sum("lab.yours_vs_recorded(" in c for c in code) == 1, path.name
+    text = "".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+    assert "### Your kernels, timed" in text, path.name  # the heading chapter 00 lists the chapters by
     # a prediction starts unanswered: the learner writes it
     assert all(re.search(r"^my_prediction = None", c, re.M) for c in code if "lab.predict(" in c), path.name
 
