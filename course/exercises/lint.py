@@ -194,7 +194,7 @@ def kernel_source_problems(kernel) -> list:
             names.dtypes.add(key)
         elif is_device_function(value):
             names.device_functions.add(key)
-        elif callable(value) and getattr(value, "__module__", "").startswith("numba.cuda") and key in CUDA_API:
+        elif callable(value) and (getattr(value, "__module__", None) or "").startswith("numba.cuda") and key in CUDA_API:
             names.cuda_functions.add(key)
     first = node.lineno
     offset = fn.__code__.co_firstlineno - first
