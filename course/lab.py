@@ -6,6 +6,8 @@
   (:func:`course.bench.verify`) and then times it (:func:`course.bench.time_ms`), beside the
   recorded H200 run ("yours, now" vs "recorded"); on a CPU backend it traces each one on a small
   launch and shows the tracer's counts beside the recorded run. CPU time is never shown.
+- :data:`LAB_PATHS` are two-hour classroom labs (chapter sections, then graded exercises); chapter 00
+  shows them with :func:`lab_paths`.
 
 Defined for chapter 01 (notebooks/01_programming_model.ipynb); every chapter 01–10 uses both.
 """
