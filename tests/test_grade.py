@@ -218,6 +218,7 @@ def test_a_kernel_that_allocates_too_much_fails_alone():
 def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
     # a kernel lost before any cell ran is the machine's failure, not the learner's: one more start
     from course import grade as G
+    from course.grading import notebook as N
 
     calls = []
 
@@ -228,7 +229,7 @@ def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
             log.killed = "the notebook could not be run (RuntimeError: Kernel died before replying to kernel_info)"
         return log
 
-    monkeypatch.setattr(G, "_run_notebook_once", once)
+    monkeypatch.setattr(N, "_run_notebook_once", once)
     assert G.run_notebook({}, ".", {}, 1, 1).killed == "" and len(calls) == 2
     calls.clear()
 
@@ -238,7 +239,7 @@ def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
         log.killed = "the notebook could not be run (RuntimeError: Kernel died before replying to kernel_info)"
         return log
 
-    monkeypatch.setattr(G, "_run_notebook_once", always)
+    monkeypatch.setattr(N, "_run_notebook_once", always)
     log = G.run_notebook({}, ".", {}, 1, 1)
     assert len(calls) == 2 and "a second start was tried" in log.killed  # then it is reported, not hidden
 
@@ -249,7 +250,7 @@ def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
         return log
 
     calls.clear()
-    monkeypatch.setattr(G, "_run_notebook_once", cell_error)
+    monkeypatch.setattr(N, "_run_notebook_once", cell_error)
     G.run_notebook({}, ".", {}, 1, 1)
     assert len(calls) == 1
 

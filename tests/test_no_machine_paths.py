@@ -24,7 +24,7 @@ EXEMPT = [
     ("scripts/gpu_lane.sh", "/tmp/site", "the GPU lane installs the carried wheels there on the lent machine: a "
      "folder the script itself creates, not a path of the machine that produced a file"),
     ("scripts/gpu/fetch-wheels.sh", "/tmp/site", "the usage line says where the GPU lane installs the wheels"),
-    ("course/grade.py", "/tmp/site", "a comment explaining the GPU lane's PYTHONPATH (the folder above)"),
+    ("course/grading/notebook.py", "/tmp/site", "a comment explaining the GPU lane's PYTHONPATH (the folder above)"),
     ("course/bench.py", "``/root/…``, ``/opt/…``, ``/work/…``", "the docstring of the scrubber that removes such "
      "paths from what the benchmarks record names the prefixes it removes"),
     ("scripts/gpu/*.py", "/opt/nvidia/", "where Nsight Compute installs itself: a place to search for the tool"),
