@@ -100,3 +100,21 @@ def test_notebooks_carry_the_language_info_jupyterlab_writes():
     for path in NOTEBOOKS:
         info = json.loads(path.read_text(encoding="utf-8"))["metadata"].get("language_info", {})
         assert {k: info.get(k) for k in want} == want, f"{path.name}: run python -m course.notebook_cells sync"
+
+
+def test_committed_compiler_facts_of_notebook_cells_belong_to_a_cell():
+    # IPython names a cell's file by a hash of its text, so facts committed for a chapter's kernel cell
+    # (make compiler-facts) serve every learner without the toolkit, until the cell's text changes:
+    # then they are stale, and the tracer would fall back to source-level counts for that kernel
+    from ipykernel.compiler import get_tmp_hash_seed, murmur2_x86
+
+    root = nc.ROOT
+    hashes = set()
+    for path in [*root.glob("notebooks/*.ipynb"), *root.glob("solutions/*.ipynb"), *root.glob("exercises/*.ipynb")]:
+        for c in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if c["cell_type"] == "code":
+                hashes.add(str(murmur2_x86("".join(c["source"]), get_tmp_hash_seed())))
+    facts = json.loads((root / "data" / "compiler_facts.json").read_text())["kernels"]
+    stale = [f["kernel"] for f in facts.values()
+             if f["kernel"].startswith("<cell>/") and f["kernel"][7:].split(".py")[0] not in hashes]
+    assert not stale, f"facts of cells that no longer exist (run make compiler-facts): {stale}"
