@@ -470,6 +470,10 @@ def import_run(args) -> None:
     tracer = json.loads((tmp / "tracer_side.json").read_text())
     for c in table["cases"]:
         c["tracer"] = tracer.get(c["name"])
+        log = run / "racecheck" / f"{c['name']}.log"
+        if log.exists() and c.get("racecheck"):  # read the pairs again with this version's parser (the counts
+            again = parse_racecheck(log.read_text())  # come from the run: its log was shortened)
+            c["racecheck"]["pairs"] = again["pairs"]
         for k in ("pairs",):  # keep the table small: one example pair per distinct line pair
             pairs = (c.get("racecheck") or {}).get(k) or []
             seen, keep = set(), []
