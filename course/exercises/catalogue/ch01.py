@@ -43,8 +43,9 @@ register(Exercise(
     make_inputs=_vec_inputs,
     make_trace_input=lambda rng: _vec_input(rng, 1024, "8 full blocks"),
     properties=(coalesced("load"), coalesced("store")),
-    hint_wrong=("Compute each thread's global index from blockIdx.x, blockDim.x and threadIdx.x, then check "
-                "which elements were never written: is your guard off by one at the end?"),
+    hint_wrong=("Only the first block's elements right and the rest never written? Then every block works on the "
+                "same elements: a thread's global index is blockIdx.x * blockDim.x + threadIdx.x (cuda.grid(1)), "
+                "not threadIdx.x alone. If only the last few elements are wrong, look at the guard against n."),
     hint_oob=("The grid has more threads than elements whenever n is not a multiple of the block. Which "
               "threads must not touch the arrays, and what comparison keeps exactly those out?"),
     stub_hint="each thread needs its global index i and must do nothing when i is past the end",
