@@ -131,11 +131,13 @@ class Race:
                      else f"global array `{self.array}` (byte {self.address})") + f" in block {self.block}"
             who = (f"{f['op']} by thread {f['thread']} at line {f['line']} `{f['source']}` and "
                    f"{s['op']} by thread {s['thread']} at line {s['line']} `{s['source']}`")
+            graded = self.space == "shared"  # racecheck looks at shared memory only
             if self.severity == "warning":
-                why = ("lanes of one warp with no syncwarp() both take part in between (and no syncthreads()): "
-                       "racecheck's warning")
+                why = ("lanes of one warp with no syncwarp() both take part in between (and no syncthreads())"
+                       + (": racecheck's warning" if graded else ""))
             else:
-                why = "with no syncthreads() between (threads of different warps: racecheck's error)"
+                why = ("with no syncthreads() between (threads of different warps"
+                       + (": racecheck's error)" if graded else ")"))
         kind = "benign race (both store the same value)" if self.benign else "race"
         return f"{kind} on {where}: {who} {why} ({self.count} place(s))"
 
