@@ -27,7 +27,9 @@ the grader's own files during a run (bytecode included) are detected and reporte
 Writes ``DIR/gradebook.csv`` (student, assignment, submission, exercise, score, max_score, status, late,
 message) and ``DIR/results.json`` (every check of every exercise, seeds, each notebook's run log,
 timings, hashes, the sandbox used). Other commands: ``export``, ``merge``, ``autograder``,
-``gradescope``, ``classroom`` (see :mod:`course.gradebook` and ``docs/instructors.md``).
+``gradescope``, ``classroom`` (see :mod:`course.gradebook` and ``docs/instructors.md``). The parts live in
+:mod:`course.grading` (``source``: reading and compiling code; ``notebook``: running it in the box;
+``roster``: the submissions folder) and :mod:`course.sandbox`; this module re-exports what they offer.
 """
 
 from __future__ import annotations
