@@ -1107,5 +1107,5 @@ def tracer_verdict(case: RaceCase, seed=None) -> dict:
             glob = True
         pairs.append({"space": r.space, "severity": r.severity, "errors": r.errors, "warnings": r.warnings,
                       "benign": r.benign, "array": r.array, "lines": [r.first["line"], r.second["line"]],
-                      "ops": [r.first["op"], r.second["op"]]})
+                      "sources": [r.first["source"], r.second["source"]], "ops": [r.first["op"], r.second["op"]]})
     return {"shared": sorted(shared), "global": glob, "benign": benign, "pairs": pairs}

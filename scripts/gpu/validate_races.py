@@ -32,6 +32,7 @@ import argparse
 import concurrent.futures as futures
 import datetime as _dt
 import json
+import linecache
 import os
 import pathlib
 import re
@@ -51,6 +52,7 @@ PARALLEL = 8
 RACECHECK_ARGS = ["--tool", "racecheck", "--racecheck-report", "hazard", "--print-level", "info",
                   "--print-limit", "10000", "--show-backtrace", "no"]
 DATA = ROOT / "data" / "race_validation.json"
+SUITE_FILE = ROOT / "course" / "validation" / "race_suite.py"
 
 SUMMARY_RE = re.compile(r"RACECHECK SUMMARY:\s*(\d+)\s+hazards? displayed\s*\((\d+)\s+errors?,\s*(\d+)\s+warnings?\)")
 # "========= Error: Race reported between Write access at 0x1a0 in /x/race_suite.py:80:reverse_nosync(...)"
@@ -230,6 +232,7 @@ def parse_racecheck(text: str) -> dict:
             if a:
                 src = SOURCE_RE.search(x)
                 sides.append({"op": a.group(1).lower(), "line": int(src.group(2)) if src else None,
+                              "file": pathlib.Path(src.group(1)).name if src else None,
                               "thread": a.group(2).replace(" ", "")})
         key = (h.group(1).lower(), h.group(2).upper()) + tuple((q["op"], q["line"]) for q in sides)
         g = groups.get(key)
@@ -474,6 +477,12 @@ def import_run(args) -> None:
         if log.exists() and c.get("racecheck"):  # read the pairs again with this version's parser (the counts
             again = parse_racecheck(log.read_text())  # come from the run: its log was shortened)
             c["racecheck"]["pairs"] = again["pairs"]
+        for q in (c.get("racecheck") or {}).get("pairs") or []:
+            # the source text of each line, so that the record survives edits that move lines (import right after
+            # the run, before race_suite.py changes)
+            for side in (q.get("first"), q.get("second")):
+                if side and side.get("line") and side.get("file") == SUITE_FILE.name:
+                    side["source"] = linecache.getline(str(SUITE_FILE), side["line"]).strip()
         for k in ("pairs",):  # keep the table small: one example pair per distinct line pair
             pairs = (c.get("racecheck") or {}).get(k) or []
             seen, keep = set(), []
