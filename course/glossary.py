@@ -146,6 +146,17 @@ TERMS = (
     Term("roofline", "屋顶线模型", "The lower of the two floors, bandwidth × intensity and peak compute, as a plot.", 10),
     Term("CUDA event", "CUDA 事件", "A marker recorded in a stream; two of them time GPU work without host noise.", 10),
     Term("compute-sanitizer", "计算检查器", "NVIDIA's checker for out-of-bounds accesses and races on a real GPU.", 10),
+    # 11 — several GPUs
+    Term("context (per device)", "上下文", "A device's state for one process: its memory and modules; "
+         "`with cuda.gpus[i]:` makes device i's current, and arrays and launches inside belong to it.", 11),
+    Term("peer access", "对等访问", "One GPU reading and writing another's memory directly (NVLink or PCIe), "
+         "once enabled per direction.", 11),
+    Term("data parallelism", "数据并行", "Every device runs the same work on its own share of the data; the "
+         "partial results are combined afterwards.", 11),
+    Term("all-reduce", "全归约", "A collective after which every device holds the sum (or other reduction) of "
+         "everyone's buffers; NCCL does it over the fastest links.", 11),
+    Term("NCCL", "NCCL 集合通信库", "NVIDIA's library of collectives between GPUs (all-reduce, broadcast ...), "
+         "reached here through CuPy.", 11),
 )
 
 
