@@ -10,12 +10,17 @@ workloads gave on the H200 (scripts/gpu/validate_races.py); the engine must agre
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
 import course  # noqa: F401
 from course import engine
 from course.validation.peer_styles import WORKLOADS, launch
+
+RECORD = pathlib.Path(__file__).resolve().parents[1] / "data" / "race_validation.json"
 
 
 def _run(w, seed=None):
@@ -68,3 +73,18 @@ def test_closure_cells_are_restored_after_a_launch():
     np.testing.assert_array_equal(out, a + 10)
     cells = [c.cell_contents for c in body.__closure__]
     assert cuda in cells
+
+
+def test_the_h200_ran_the_same_workloads_with_the_same_results():
+    if not RECORD.exists():
+        pytest.fail("data/race_validation.json is missing: run scripts/gpu/validate_races.py on the H200 and --import it")
+    rec = json.loads(RECORD.read_text())
+    assert rec["provenance"]["device"] == "NVIDIA H200" and rec["provenance"]["backend"] == "gpu"
+    peers = {p["name"]: p for p in rec.get("peer_styles") or []}
+    assert set(peers) == {w.name for w in WORKLOADS}, "the H200 record lists other workloads: run the validation again"
+    for w in WORKLOADS:
+        r = peers[w.name]
+        if w.expect_error:  # the GPU refused it: so does the engine (test above)
+            assert not r["ok"] and r.get("error", "").startswith(w.expect_error), (w.name, r)
+        else:  # NumPy's answer on the H200, as on the engine (tests above)
+            assert r["ok"], f"{w.name} did not give NumPy's answer on the H200: {r}"
