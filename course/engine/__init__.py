@@ -12,14 +12,18 @@ Order of execution (deterministic, documented so that a race can be replayed and
 - inside a block, threads start in linear thread-id order (x fastest) and each runs until it finishes
   or waits at a barrier or a warp collective; then the next one runs;
 - when every live thread waits, pending warp collectives are resolved first (lanes resume in lane
-  order), then the block barrier is released (threads resume in thread-id order).
+  order), then the block barrier is released (threads resume in thread-id order);
+- ``syncwarp(mask)`` completes once every live lane of *its* mask waits at a ``syncwarp`` with that mask
+  (Volta's rule: lanes at ``syncwarp()`` are not released by lanes at ``syncwarp(0xFFFF)``); a lane that
+  calls it with a mask leaving itself out is an error.  Other collectives pair the lanes at one call site.
 
 A kernel in which no thread can wait for another (no barrier, no warp collective anywhere in its code
 or its device functions, judged conservatively) runs its threads as plain calls, in the same order,
 without greenlets: about three times faster for the simple kernels of the first chapters.
 
 ``launch(..., seed=k)`` (or ``with order(seed=k):``) runs the same launch in another legal order — blocks
-and threads permuted — so that a race shows up as a different result.
+and threads permuted, and a thread may pause right after a load from global or shared memory — so that a
+race shows up as a different result (``out[0] += x`` loses updates, as on a GPU).
 
 Errors a GPU would report, or hang on, stop the launch with :class:`KernelError`, naming the kernel,
 its source line, the block and the thread: out-of-bounds and negative indices, a barrier that not all
