@@ -100,7 +100,7 @@ def role_case(args) -> None:
     """On the GPU, under racecheck: launch one case once (compiled with line info), check race-free results."""
     import numpy as np
 
-    import course  # noqa: F401
+    import course
     from numba import cuda
 
     from course.validation.race_suite import CASES_BY_NAME
@@ -132,7 +132,7 @@ def role_peers(args) -> None:
     """Run every peer-style workload on this process's backend; compare with NumPy; record provenance."""
     import numpy as np
 
-    import course  # noqa: F401
+    import course
     from course import bench
     from course.validation.peer_styles import WORKLOADS, launch
 
@@ -198,9 +198,8 @@ def role_tracer(args) -> None:
 
 def parse_racecheck(text: str) -> dict:
     """Errors, warnings and hazards of one racecheck run, and each reported pair of accesses."""
-    m = None
-    for m in SUMMARY_RE.finditer(text):
-        pass
+    found = list(SUMMARY_RE.finditer(text))
+    m = found[-1] if found else None  # the last summary (a run prints one)
     res = {"summary": m is not None}
     if m:
         res.update(hazards=int(m.group(1)), errors=int(m.group(2)), warnings=int(m.group(3)))
