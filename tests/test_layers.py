@@ -17,9 +17,6 @@ MAX_LINES = 700
 OVER_THE_LIMIT = {
     "course/bench.py": "the one harness for scripts/gpu (issue 19 item 4) is growing here; split it with that work",
     "course/validation/race_suite.py": "a table of 53 cases (issue 16): split it by race kind",
-    "course/kernels/matmul.py": "chapter 09's kernels, now edited as a lab (issue 15): split with that work",
-    "course/kernels/reduction.py": "chapter 07's kernels, now edited as a lab (issue 15): split with that work",
-    "course/kernels/transpose.py": "chapter 05's kernels, now edited as a lab (issue 15): split with that work",
     "course/trace/recorder.py": "global-memory races are being added (issue 16): move race finding to trace/races.py",
 }
 

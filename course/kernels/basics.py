@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
+from course.kernels import registry
 from numba import cuda
 
 WARP_SIZE = 32
@@ -138,24 +139,22 @@ def reference_index_2d(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     return np.indices(shape)
 
 
-class Version(NamedTuple):
-    """One kernel of this module, the NumPy reference it must match, and its one-line idea."""
+@dataclass(frozen=True)
+class Version(registry.Version):
+    """One kernel of this module, its one-line idea, and the NumPy reference it must match."""
 
-    kernel: Callable
     reference: Callable
-    idea: str
 
 
-KERNELS = {
-    "vector_add": Version(vector_add, reference_vector_add, "one thread per element, guarded"),
-    "vector_add_grid": Version(vector_add_grid, reference_vector_add, "cuda.grid(1) does the index arithmetic"),
-    "vector_add_unguarded": Version(
-        vector_add_unguarded, reference_vector_add, "no guard: correct only when the grid fits n exactly"
-    ),
-    "record_index_1d": Version(record_index_1d, reference_index_1d, "who am I, in 1-D"),
-    "record_index_2d": Version(record_index_2d, reference_index_2d, "who am I, in 2-D (x is the column)"),
-    "matrix_add": Version(matrix_add, reference_matrix_add, "2-D kernel, x ↔ col"),
-}
+KERNELS = registry.registry(
+    Version("vector_add", "one thread per element, guarded", vector_add, reference_vector_add),
+    Version("vector_add_grid", "cuda.grid(1) does the index arithmetic", vector_add_grid, reference_vector_add),
+    Version("vector_add_unguarded", "no guard: correct only when the grid fits n exactly",
+            vector_add_unguarded, reference_vector_add),
+    Version("record_index_1d", "who am I, in 1-D", record_index_1d, reference_index_1d),
+    Version("record_index_2d", "who am I, in 2-D (x is the column)", record_index_2d, reference_index_2d),
+    Version("matrix_add", "2-D kernel, x ↔ col", matrix_add, reference_matrix_add),
+)
 
 
 # --- the tail effect: counting idle lanes ----------------------------------------------------------

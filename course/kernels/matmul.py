@@ -51,7 +51,8 @@ from typing import Callable
 import numpy as np
 
 import course  # (chooses the backend before numba is imported)
-from course.analysis import vector_dtype
+from course.kernels import registry
+from course.kernels.vector import gload4, gstore4, sload4, sstore4
 from numba import cuda, float32
 
 TILE = 16  # the seed's TILE_SIZE: 16×16 = 256 threads per block
@@ -107,125 +108,10 @@ def random_operands(m: int, k: int, n: int, rng=None):
     return a, b
 
 
-# --- 16-byte accesses: one instruction for 4 neighbouring floats ---------------------------------------
-
-
-# four floats as one element: one 16-byte access for the tracer, not a record read field by field
-_VEC4 = vector_dtype(4)
-
-
-def _vec_view(arr, idx):
-    """``arr`` seen as 16-byte elements and the index of the element holding ``arr[idx]`` (CPU engine)."""
-    make_view = getattr(arr, "_view", None)
-    if make_view is None:  # numba's stock simulator: no byte-level view
-        return None, None
-    return make_view(arr.a.view(_VEC4)), tuple(idx[:-1]) + (idx[-1] // 4,)
-
-
-def _load4(arr, idx):
-    view, j = _vec_view(arr, idx)
-    if view is None:
-        head = tuple(idx[:-1])
-        return tuple(arr[head + (idx[-1] + q,)] for q in range(4))
-    rec = view[j]  # one 16-byte element: the tracer records one 16-byte access, as the GPU makes
-    return rec[0], rec[1], rec[2], rec[3]
-
-
-def _store4(arr, idx, x0, x1, x2, x3):
-    view, j = _vec_view(arr, idx)
-    if view is None:
-        head = tuple(idx[:-1])
-        for q, x in enumerate((x0, x1, x2, x3)):
-            arr[head + (idx[-1] + q,)] = x
-        return
-    view[j] = (x0, x1, x2, x3)
-
-
-def gload4(arr, idx):
-    """``arr[idx[:-1]][idx[-1]:idx[-1]+4]`` of a global array as 4 floats: one 16-byte load (``LDG.E.128``)."""
-    return _load4(arr, idx)
-
-
-def sload4(arr, idx):
-    """The same from a shared array: one 16-byte shared load (``LDS.128``)."""
-    return _load4(arr, idx)
-
-
-def gstore4(arr, idx, x0, x1, x2, x3):
-    """Store 4 floats at ``arr[idx[:-1]][idx[-1]:idx[-1]+4]`` of a global array: one 16-byte store."""
-    _store4(arr, idx, x0, x1, x2, x3)
-
-
-def sstore4(arr, idx, x0, x1, x2, x3):
-    """The same into a shared array: one 16-byte shared store."""
-    _store4(arr, idx, x0, x1, x2, x3)
-
-
-def _register_gpu_vector_ops():
-    """Teach numba's CUDA target the four functions above: one 16-byte access each.
-
-    Typing and lowering are registered for the Python functions themselves, so a kernel calls the same
-    names on every backend: Python (the CPU engine, the tracer) runs them as written, the GPU compiler
-    emits one vector instruction.  The last index must be a multiple of 4 and the address 16-byte
-    aligned; the host checks sizes and alignment before choosing the 16-byte path (:func:`vec_ok`).
-    Global arrays use address space 1, shared ones 3, so the compiler emits ``LDG.E.128``/``LDS.128``.
-    """
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda import cgutils
-    from numba.cuda.extending import lower_builtin, type_callable
-
-    def vector_pointer(context, builder, arrty, array, idxty, idx, space):
-        ary = context.make_array(arrty)(context, builder, value=array)
-        parts = cgutils.unpack_tuple(builder, idx, len(idxty))
-        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(parts, idxty)]
-        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, inds, wraparound=False)
-        elty = context.get_value_type(arrty.dtype)
-        sptr = builder.addrspacecast(ptr, ir.PointerType(elty, space))
-        return builder.bitcast(sptr, ir.PointerType(ir.VectorType(elty, 4), space)), elty
-
-    def fits(arr, idx):
-        return (isinstance(arr, types.Array) and isinstance(idx, types.BaseTuple) and len(idx) == arr.ndim
-                and all(isinstance(t, types.Integer) for t in idx))
-
-    for load, store, space in ((gload4, gstore4, 1), (sload4, sstore4, 3)):
-
-        @type_callable(load)
-        def _type_load(context):
-            def typer(arr, idx):
-                if fits(arr, idx):
-                    return types.UniTuple(arr.dtype, 4)
-
-            return typer
-
-        @lower_builtin(load, types.Array, types.BaseTuple)
-        def _lower_load(context, builder, sig, args, space=space):
-            vptr, _ = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
-            v = builder.load(vptr, align=16)
-            vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-            return context.make_tuple(builder, sig.return_type, vals)
-
-        @type_callable(store)
-        def _type_store(context):
-            def typer(arr, idx, x0, x1, x2, x3):
-                if fits(arr, idx):
-                    return types.none
-
-            return typer
-
-        @lower_builtin(store, types.Array, types.BaseTuple, types.Any, types.Any, types.Any, types.Any)
-        def _lower_store(context, builder, sig, args, space=space):
-            vptr, elty = vector_pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1], space)
-            v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
-            for k in range(4):
-                x = context.cast(builder, args[2 + k], sig.args[2 + k], sig.args[0].dtype)
-                v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
-            builder.store(v, vptr, align=16)
-            return context.get_dummy_value()
+# --- 16-byte accesses: gload4/sload4/gstore4/sstore4 (course.kernels.vector), one instruction each -------
 
 
 if course.on_gpu():
-    _register_gpu_vector_ops()
     from numba.cuda.extending import register_jitable as _helper
 else:
     _helper = cuda.jit(device=True)
@@ -575,18 +461,13 @@ def vec_ok(a, b, c) -> int:
 
 
 @dataclass(frozen=True)
-class Version:
+class Version(registry.Version):
     """One matmul version: its kernel, the block tile it computes, threads per block, one-line idea."""
 
-    name: str
-    idea: str
-    kernel: object
     block_tile: tuple  # (rows, cols) of c one block computes
     threads: tuple  # threads_per_block
     make_args: Callable = field(default=lambda a, b, c: (a, b, c))
     any_shape: bool = True  # False for the seed's kernel: square N, multiple of TILE only
-    family: str = ""
-    params: dict = field(default_factory=dict)
 
     def griddim(self, m: int, n: int) -> tuple:
         """blocks_per_grid for an m×n ``c``: x walks columns, y rows (rounded up)."""
@@ -629,26 +510,23 @@ def fast_version(name, idea, **cfg) -> Version:
     return Version(name, idea, k, (p["BM"], p["BN"]), (p["threads"],), make_args=_vec_args, family=family, params=p)
 
 
-MATMUL_VERSIONS = {
-    v.name: v
-    for v in (
-        Version("naive", "one thread per output, a's row and b's column read from global memory",
-                naive, (TILE, TILE), (TILE, TILE), family="naive"),
-        Version("seed_tiled", "seed 002 §1.3 as written: shared tiles, no bounds checks, N / TILE tiles",
-                seed_tiled, (TILE, TILE), (TILE, TILE), make_args=_seed_args, any_shape=False, family="seed",
-                params={"TILE": TILE}),
-        Version("tiled", "the seed's kernel for any shape: tiles rounded up, zeros past the edges, guarded store",
-                tiled, (TILE, TILE), (TILE, TILE), family="tiled", params={"TILE": TILE}),
-        regtile_version("regtile", "128x128 block tile, 8x8 outputs per thread in registers (a's tile transposed)"),
-        regtile_version("regtile_cf", "the same without bank conflicts: padded a tile, strided rows and columns",
-                        pad=4, strided=True),
-        fast_version("vectorized", "16-byte global loads, 16-byte shared loads, 16-byte stores"),
-        fast_version("double_buffer", "two shared stages: next tile's loads in flight during the math",
-                     double_buffer=True),
-        fast_version("unrolled", "double buffering with two steps of k per loop turn: the next shared loads "
-                                 "overlap the math (seed 001 §3.2's loop unrolling)", double_buffer=True, unroll=2),
-    )
-}
+MATMUL_VERSIONS = registry.registry(
+    Version("naive", "one thread per output, a's row and b's column read from global memory",
+            naive, (TILE, TILE), (TILE, TILE), family="naive"),
+    Version("seed_tiled", "seed 002 §1.3 as written: shared tiles, no bounds checks, N / TILE tiles",
+            seed_tiled, (TILE, TILE), (TILE, TILE), make_args=_seed_args, any_shape=False, family="seed",
+            params={"TILE": TILE}),
+    Version("tiled", "the seed's kernel for any shape: tiles rounded up, zeros past the edges, guarded store",
+            tiled, (TILE, TILE), (TILE, TILE), family="tiled", params={"TILE": TILE}),
+    regtile_version("regtile", "128x128 block tile, 8x8 outputs per thread in registers (a's tile transposed)"),
+    regtile_version("regtile_cf", "the same without bank conflicts: padded a tile, strided rows and columns",
+                    pad=4, strided=True),
+    fast_version("vectorized", "16-byte global loads, 16-byte shared loads, 16-byte stores"),
+    fast_version("double_buffer", "two shared stages: next tile's loads in flight during the math",
+                 double_buffer=True),
+    fast_version("unrolled", "double buffering with two steps of k per loop turn: the next shared loads "
+                             "overlap the math (seed 001 §3.2's loop unrolling)", double_buffer=True, unroll=2),
+)
 
 
 def sweep_candidates() -> list:

@@ -41,12 +41,11 @@ Defined for chapter 03 (notebooks/03_memory_coalescing.ipynb).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
-
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from course import backend
+from course.kernels import registry
 from numba import cuda, float32, uint32
 
 from course.kernels.cases import Case
@@ -456,28 +455,24 @@ def reference_many_live(x, iters):
 # --- registry of the bandwidth kernels ---------------------------------------------------------------------
 
 
-class Version(NamedTuple):
-    """One kernel version: the kernel and its idea."""
-
-    kernel: object
-    idea: str
+Version = registry.Version  # one kernel version: its name, idea and kernel (nothing of its own here)
 
 
-KERNELS = {
-    "read_strided": Version(read_strided, "out[i] = src[i * stride]"),
-    "read_offset": Version(read_offset, "out[i] = src[i + offset]: misaligned by offset elements"),
-    "read_tx32": Version(read_tx32, "seed 002 pitfall 3: src[threadIdx.x * 32]"),
-    "advance_aos": Version(advance_aos, "particles as an array of structs (n, 8)"),
-    "advance_soa": Version(advance_soa, "particles as a struct of arrays (8, n)"),
-    "walk_rows": Version(walk_rows, "x ↔ col: a warp walks along a row"),
-    "walk_cols": Version(walk_cols, "x ↔ row: a warp walks down a column"),
-    "const_broadcast": Version(const_broadcast, "constant memory, one address per warp"),
-    "const_per_lane": Version(const_per_lane, "constant memory, 32 addresses per warp"),
-    "global_per_lane": Version(global_per_lane, "the same 32 addresses from global memory"),
-    "local_dynamic": Version(local_dynamic, "a data-indexed per-thread array: local memory"),
-    "many_live": Version(many_live, "16 live accumulators, registers unlimited"),
-    "many_live_capped": Version(many_live_capped, "the same, capped at 16 registers: spills"),
-}
+KERNELS = registry.registry(
+    Version("read_strided", "out[i] = src[i * stride]", read_strided),
+    Version("read_offset", "out[i] = src[i + offset]: misaligned by offset elements", read_offset),
+    Version("read_tx32", "seed 002 pitfall 3: src[threadIdx.x * 32]", read_tx32),
+    Version("advance_aos", "particles as an array of structs (n, 8)", advance_aos),
+    Version("advance_soa", "particles as a struct of arrays (8, n)", advance_soa),
+    Version("walk_rows", "x ↔ col: a warp walks along a row", walk_rows),
+    Version("walk_cols", "x ↔ row: a warp walks down a column", walk_cols),
+    Version("const_broadcast", "constant memory, one address per warp", const_broadcast),
+    Version("const_per_lane", "constant memory, 32 addresses per warp", const_per_lane),
+    Version("global_per_lane", "the same 32 addresses from global memory", global_per_lane),
+    Version("local_dynamic", "a data-indexed per-thread array: local memory", local_dynamic),
+    Version("many_live", "16 live accumulators, registers unlimited", many_live),
+    Version("many_live_capped", "the same, capped at 16 registers: spills", many_live_capped),
+)
 
 LATENCY_KERNELS = {
     "chase": chase,

@@ -31,7 +31,7 @@ widths, unroll factors and block sizes that ``scripts/gpu/bench_reduction.py`` s
 is NumPy's float64 sum; ``tolerance`` says how far a float32 sum may honestly be from it.
 ``NCU_CASES`` are small launches whose memory counts the tracer and Nsight Compute compare.
 
-numba has no ``float4`` array type; ``vector_load(4)`` is a 20-line numba intrinsic that emits one
+numba has no ``float4`` array type; ``vector_load(4)`` (course.kernels.vector) is an intrinsic emitting one
 ``ld.global.v4.f32`` (SASS ``LDG.E.128``) on the GPU.  On the CPU engine it reads the same 16 bytes
 through a 16-byte structured view of the array, so the tracer sees one 16-byte access per thread.
 
@@ -42,13 +42,16 @@ its occupancy and latency-hiding sweeps.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 import course  # (chooses the backend before numba is imported)
-from course.analysis import vector_dtype
+from course.kernels import registry
+# the 16-byte loads live with the other wide-access intrinsics (chapter 07 shows gpu_vector_load's source)
+from course.kernels.vector import gpu_vector_load as _gpu_vector_load  # noqa: F401
+from course.kernels.vector import vector_load
 from numba import cuda, float32
 
 FULL_MASK = 0xFFFFFFFF
@@ -81,90 +84,9 @@ def tolerance(a: np.ndarray) -> float:
     return 4.0 * math.sqrt(max(a.size, 1)) * U_ROUND * float(np.sum(np.abs(a), dtype=np.float64)) + 1e-30
 
 
-# --------------------------------------------------------------------------------------------------
-# Vector loads: one ld.global.v{2,4}.f32 instruction for 2 or 4 neighbouring floats
 
 
-def _gpu_vector_load(width):
-    """A numba intrinsic: ``vector_load(width)(a, i)`` reads a[width*i : width*i+width] in one instruction."""
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda.extending import intrinsic
-
-    @intrinsic
-    def load(typingctx, arr, idx):
-        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float32
-                and arr.layout == "C" and isinstance(idx, types.Integer)):
-            return None
-        ret = arr.dtype if width == 1 else types.UniTuple(arr.dtype, width)
-
-        def codegen(context, builder, sig, args):
-            aty, ity = sig.args
-            a, i = args
-            data = context.make_array(aty)(context, builder, value=a).data
-            i64 = context.cast(builder, i, ity, types.int64)
-            ptr = builder.gep(data, [builder.mul(i64, ir.Constant(ir.IntType(64), width))])
-            if width == 1:
-                return builder.load(ptr, align=4)
-            vec = ir.VectorType(ir.FloatType(), width)
-            # align = 4*width tells the compiler the address is a multiple of the vector size: one
-            # wide load instead of `width` narrow ones (the host checks the array's alignment)
-            v = builder.load(builder.bitcast(ptr, vec.as_pointer()), align=4 * width)
-            parts = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(width)]
-            return context.make_tuple(builder, ret, parts)
-
-        return ret(arr, idx), codegen
-
-    cpu = _cpu_vector_load(width)
-
-    class DualLoad(type(load)):
-        """The intrinsic for numba, the CPU twin when Python calls it (the engine or tracer running a GPU kernel)."""
-
-        def __call__(self, *args, **kwargs):
-            return cpu(*args, **kwargs)
-
-    load.__class__ = DualLoad  # numba registered this very object as a global: its typing is unchanged
-    return load
-
-
-_VIEWS: dict = {}
-
-
-def _cpu_vector_load(width):
-    """The CPU engine's twin of the intrinsic: the same bytes read as one ``4*width``-byte element."""
-    vec = vector_dtype(width)  # one wide access for the tracer (course.analysis.VECTOR_DTYPE_KEY)
-
-    def load(a, i):
-        if width == 1:
-            return a[i]
-        make_view = getattr(a, "_view", None)
-        if make_view is None:  # numba's stock simulator: no byte-level view, read element by element
-            return tuple(a[width * i + k] for k in range(width))
-        key = id(a)
-        hit = _VIEWS.get(key)
-        if hit is None or hit[0] is not a:
-            if len(_VIEWS) > 8:  # a few arrays per launch; do not keep old launches alive
-                _VIEWS.clear()
-            m = a.a.shape[0] // width
-            hit = _VIEWS[key] = (a, make_view(a.a[: m * width].view(vec)))
-        rec = hit[1][i]
-        return tuple(rec[k] for k in range(width))
-
-    return load
-
-
-def vector_load(width: int):
-    """``load(a, i)`` → a[width*i], …, a[width*i + width-1] as one load (width 1, 2 or 4; float32, contiguous)."""
-    if width not in (1, 2, 4):
-        raise ValueError(f"vector_load: width {width} is not 1, 2 or 4 (4 floats = 16 bytes, the widest load).")
-    cache = _LOADS.setdefault(course.on_gpu(), {})
-    if width not in cache:
-        cache[width] = _gpu_vector_load(width) if course.on_gpu() else _cpu_vector_load(width)
-    return cache[width]
-
-
-_LOADS: dict = {}
-load_float4 = vector_load(4)
+load_float4 = vector_load(4)  # one 16-byte load: ld.global.v4.f32 on the GPU (course.kernels.vector)
 
 
 def _aligned(d_a, width: int) -> bool:
@@ -555,7 +477,7 @@ def _blocks(n_items: int, per_block: int) -> int:
 
 
 @dataclass(frozen=True)
-class Version:
+class Version(registry.Version):
     """One reduction version: its kernel(s), threads_per_block, one-line idea, and how blocks_per_grid follows from n.
 
     ``launcher(d_a, d_out)`` allocates what the version needs once and returns a no-argument function that
@@ -563,17 +485,12 @@ class Version:
     exactly the work of one sum.
     """
 
-    name: str
-    idea: str
-    kernel: object
     threads: int
     blocks: Callable  # (n, version) -> blocks_per_grid
     seed_step: str = ""
     width: int = 1  # floats per load (the array must be aligned to 4·width bytes)
     atomics: bool = True
     finish: object = None  # second-pass kernel (two_pass)
-    family: str = ""
-    params: dict = field(default_factory=dict)
 
     def griddim(self, n: int) -> int:
         """blocks_per_grid for an array of n floats."""
@@ -671,29 +588,26 @@ def grid_stride_version(width=4, unroll=4, threads=256, blocks_per_sm=4, name=No
                            "bounds": list(bounds) if bounds else None})
 
 
-REDUCTION_VERSIONS = {
-    v.name: v
-    for v in (
-        Version("atomic_b64", "one element per thread, one atomic each, 64 threads per block",
-                atomic_each, 64, _per_thread, seed_step="003 §5 step 1 (12 ms)", family="atomic"),
-        Version("atomic_b256", "the same kernel, 256 threads per block",
-                atomic_each, 256, _per_thread, seed_step="003 §5 step 2 (5 ms)", family="atomic"),
-        Version("atomic_float4", "4 floats per thread in one 16-byte load, one atomic per thread",
-                atomic_float4, 256, _per_float4, seed_step="003 §5 step 3 (3.2 ms)", width=4, family="atomic"),
-        Version("block_interleaved", "a shared-memory tree per block, interleaved addressing (divergent), one atomic per block",
-                block_interleaved, TREE_THREADS, _per_float4, seed_step="003 §5 step 4 (2.8 ms)", width=4, family="tree"),
-        Version("block_strided", "interleaved addressing with index = 2·stride·tid: no divergence, bank conflicts",
-                block_strided, TREE_THREADS, _per_float4, width=4, family="tree"),
-        Version("block_sequential", "sequential addressing: no divergence, no bank conflicts",
-                block_sequential, TREE_THREADS, _per_float4, width=4, family="tree"),
-        Version("unrolled", "4 float4 loads per thread into 4 independent accumulators, then the tree (seed 001 §3.2)",
-                unrolled, TREE_THREADS, _per_16, width=4, family="tree"),
-        Version("warp_shuffle", "version 7 with shfl_down_sync inside each warp; shared memory only between warps",
-                warp_shuffle, TREE_THREADS, _per_16, width=4, family="shuffle"),
-        grid_stride_version(4, 4, 256, 4, name="grid_stride"),
-        grid_stride_version(4, 4, 256, 4, name="two_pass", two_pass=True),
-    )
-}
+REDUCTION_VERSIONS = registry.registry(
+    Version("atomic_b64", "one element per thread, one atomic each, 64 threads per block",
+            atomic_each, 64, _per_thread, seed_step="003 §5 step 1 (12 ms)", family="atomic"),
+    Version("atomic_b256", "the same kernel, 256 threads per block",
+            atomic_each, 256, _per_thread, seed_step="003 §5 step 2 (5 ms)", family="atomic"),
+    Version("atomic_float4", "4 floats per thread in one 16-byte load, one atomic per thread",
+            atomic_float4, 256, _per_float4, seed_step="003 §5 step 3 (3.2 ms)", width=4, family="atomic"),
+    Version("block_interleaved", "a shared-memory tree per block, interleaved addressing (divergent), one atomic per block",
+            block_interleaved, TREE_THREADS, _per_float4, seed_step="003 §5 step 4 (2.8 ms)", width=4, family="tree"),
+    Version("block_strided", "interleaved addressing with index = 2·stride·tid: no divergence, bank conflicts",
+            block_strided, TREE_THREADS, _per_float4, width=4, family="tree"),
+    Version("block_sequential", "sequential addressing: no divergence, no bank conflicts",
+            block_sequential, TREE_THREADS, _per_float4, width=4, family="tree"),
+    Version("unrolled", "4 float4 loads per thread into 4 independent accumulators, then the tree (seed 001 §3.2)",
+            unrolled, TREE_THREADS, _per_16, width=4, family="tree"),
+    Version("warp_shuffle", "version 7 with shfl_down_sync inside each warp; shared memory only between warps",
+            warp_shuffle, TREE_THREADS, _per_16, width=4, family="shuffle"),
+    grid_stride_version(4, 4, 256, 4, name="grid_stride"),
+    grid_stride_version(4, 4, 256, 4, name="two_pass", two_pass=True),
+)
 
 
 def sweep_candidates() -> list:

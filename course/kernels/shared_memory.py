@@ -38,13 +38,15 @@ Defined for chapter 04 (notebooks/04_shared_memory_banks.ipynb).
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from numba import complex128, cuda, float32, float64
 
+from course.kernels import registry
 from course.kernels.cases import Case
 
 WARP_SIZE = 32
@@ -341,30 +343,29 @@ def reference_stencil(inp: np.ndarray, radius: int) -> np.ndarray:
 # --- the registry ---------------------------------------------------------------------------------------
 
 
-class Version(NamedTuple):
+@dataclass(frozen=True)
+class Version(registry.Version):
     """One kernel version: the kernel, what it shows, its element size, and how the tile is read."""
 
-    kernel: object
-    idea: str
     itemsize: int
     kind: str  # "1d" (strided/broadcast/indexed) or "tile"
 
 
-KERNELS = {
-    "strided_read": Version(strided_read, "stride s: gcd(s, 32)-way", 4, "1d"),
-    "broadcast_read": Version(broadcast_read, "all lanes read one word: broadcast", 4, "1d"),
-    "indexed_read": Version(indexed_read, "any pattern, from an index table", 4, "1d"),
-    "strided_read_f64": Version(strided_read_f64, "8-byte elements", 8, "1d"),
-    "strided_read_c128": Version(strided_read_c128, "16-byte elements", 16, "1d"),
-    "tile_rows": Version(tile_rows, "[32][32] read by rows", 4, "tile"),
-    "tile_columns": Version(tile_columns, "[32][32] read by columns: 32-way", 4, "tile"),
-    "tile_columns_pad33": Version(tile_columns_pad33, "[32][33]: padding cures it", 4, "tile"),
-    "tile_columns_pad34": Version(tile_columns_pad34, "[32][34]: pad not coprime with 32, 2-way", 4, "tile"),
-    "tile_columns_swizzle": Version(tile_columns_swizzle, "tile[ty][tx ^ ty]: XOR swizzle", 4, "tile"),
-    "tile_column_store": Version(tile_column_store, "conflict on the store side", 4, "tile"),
-    "tile_columns_f64": Version(tile_columns_f64, "[32][32] float64 read by columns", 8, "tile"),
-    "tile_columns_f64_pad33": Version(tile_columns_f64_pad33, "[32][33] float64 read by columns", 8, "tile"),
-}
+KERNELS = registry.registry(
+    Version("strided_read", "stride s: gcd(s, 32)-way", strided_read, 4, "1d"),
+    Version("broadcast_read", "all lanes read one word: broadcast", broadcast_read, 4, "1d"),
+    Version("indexed_read", "any pattern, from an index table", indexed_read, 4, "1d"),
+    Version("strided_read_f64", "8-byte elements", strided_read_f64, 8, "1d"),
+    Version("strided_read_c128", "16-byte elements", strided_read_c128, 16, "1d"),
+    Version("tile_rows", "[32][32] read by rows", tile_rows, 4, "tile"),
+    Version("tile_columns", "[32][32] read by columns: 32-way", tile_columns, 4, "tile"),
+    Version("tile_columns_pad33", "[32][33]: padding cures it", tile_columns_pad33, 4, "tile"),
+    Version("tile_columns_pad34", "[32][34]: pad not coprime with 32, 2-way", tile_columns_pad34, 4, "tile"),
+    Version("tile_columns_swizzle", "tile[ty][tx ^ ty]: XOR swizzle", tile_columns_swizzle, 4, "tile"),
+    Version("tile_column_store", "conflict on the store side", tile_column_store, 4, "tile"),
+    Version("tile_columns_f64", "[32][32] float64 read by columns", tile_columns_f64, 8, "tile"),
+    Version("tile_columns_f64_pad33", "[32][33] float64 read by columns", tile_columns_f64_pad33, 8, "tile"),
+)
 
 TILE_DTYPES = {4: np.float32, 8: np.float64}
 ONE_D_DTYPES = {4: np.float32, 8: np.float64, 16: np.complex128}

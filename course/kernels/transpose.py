@@ -21,8 +21,8 @@ Versions, in teaching order (each line: the idea; chapter 05 measures every one)
 10. ``vec4``        16-byte accesses: numba has no 16-byte scalar type (a complex128 load is split into
                     two 8-byte loads), so two small intrinsics (``load4``/``store4``) emit
                     ``ld.global.v4``/``st.global.v4``; each thread transposes 4×4 blocks in registers.
-                    (``uint32``, ``load4`` and ``store4`` are plain Python functions that the CPU
-                    engine runs; on the GPU their typing and lowering are registered with numba.)
+                    (``uint32``, ``load4``, ``store4``: plain Python functions the CPU engine runs,
+                    their GPU typing and lowering registered with numba in course.kernels.vector.)
 
 ``TRANSPOSE_VERSIONS`` holds them in that order; the factories (``rows_kernel``, ``batched_kernel``,
 ``unsigned_kernel``, ``wide_kernel``, ``vec4_kernel``) also build the other tile shapes that
@@ -41,19 +41,11 @@ from typing import Callable
 import numpy as np
 
 import course  # (chooses the backend before numba is imported)
+from course.kernels import registry
+from course.kernels.vector import load4, store4, uint32
 from numba import cuda
 
 TILE = 32
-
-
-def uint32(x):
-    """``x`` as an unsigned 32-bit integer.
-
-    In a kernel compiled for the GPU this is numba's ``uint32`` cast (registered below), so the
-    arithmetic stays 32-bit and unsigned; run as Python (the CPU engine, the tracer) it gives the
-    same value as a plain int.
-    """
-    return int(x) & 0xFFFFFFFF
 
 
 # Unsigned constants for the GPU (a sum with one stays unsigned); plain ints for Python.
@@ -323,95 +315,6 @@ def _wide_args(a, out):
 # --- 10. 16-byte accesses through two intrinsics -----------------------------------------------------------------
 
 
-def load4(arr, row, col):
-    """``arr[row, col:col+4]`` as a 4-tuple: one 16-byte load on the GPU, 4 element loads in Python."""
-    return arr[row, col], arr[row, col + 1], arr[row, col + 2], arr[row, col + 3]
-
-
-def store4(arr, row, col, x0, x1, x2, x3):
-    """``arr[row, col:col+4] = (x0, x1, x2, x3)``: one 16-byte store on the GPU, 4 element stores in Python."""
-    arr[row, col] = x0
-    arr[row, col + 1] = x1
-    arr[row, col + 2] = x2
-    arr[row, col + 3] = x3
-
-
-def _register_gpu_implementations():
-    """Teach numba's CUDA target ``uint32`` (a cast) and ``load4``/``store4`` (16-byte ``ld/st.global.v4``).
-
-    Typing and lowering are registered for the Python functions themselves, so a kernel calls the
-    same names on every backend: Python runs them on the CPU, the GPU compiler emits these.
-    """
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda import cgutils
-    from numba.cuda.extending import lower_builtin, type_callable
-
-    @type_callable(uint32)
-    def _type_uint32(context):
-        def typer(x):
-            if isinstance(x, types.Integer):
-                return types.uint32
-
-        return typer
-
-    @lower_builtin(uint32, types.Integer)
-    def _lower_uint32(context, builder, sig, args):
-        return context.cast(builder, args[0], sig.args[0], types.uint32)
-
-    def vector_pointer(context, builder, sig, args):
-        arrty, rowty, colty = sig.args[:3]
-        ary = context.make_array(arrty)(context, builder, value=args[0])
-        r = context.cast(builder, args[1], rowty, types.intp)
-        c = context.cast(builder, args[2], colty, types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, arrty, ary, [r, c], wraparound=False)
-        elty = context.get_value_type(arrty.dtype)
-        # Global address space and a 16-byte vector type: what lets the compiler emit LDG.E.128.
-        gptr = builder.addrspacecast(ptr, ir.PointerType(elty, 1))
-        return builder.bitcast(gptr, ir.PointerType(ir.VectorType(elty, 4), 1)), elty
-
-    def _is_matrix(arr, row, col):
-        return (isinstance(arr, types.Array) and arr.ndim == 2 and isinstance(row, types.Integer)
-                and isinstance(col, types.Integer))
-
-    @type_callable(load4)
-    def _type_load4(context):
-        def typer(arr, row, col):
-            if _is_matrix(arr, row, col):
-                return types.UniTuple(arr.dtype, 4)
-
-        return typer
-
-    @lower_builtin(load4, types.Array, types.Integer, types.Integer)
-    def _lower_load4(context, builder, sig, args):
-        vptr, _ = vector_pointer(context, builder, sig, args)
-        v = builder.load(vptr, align=16)
-        vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-        return context.make_tuple(builder, sig.return_type, vals)
-
-    @type_callable(store4)
-    def _type_store4(context):
-        def typer(arr, row, col, x0, x1, x2, x3):
-            if _is_matrix(arr, row, col):
-                return types.none
-
-        return typer
-
-    @lower_builtin(store4, types.Array, types.Integer, types.Integer, types.Any, types.Any, types.Any, types.Any)
-    def _lower_store4(context, builder, sig, args):
-        vptr, elty = vector_pointer(context, builder, sig, args)
-        v = ir.Constant(ir.VectorType(elty, 4), ir.Undefined)
-        for k in range(4):
-            x = context.cast(builder, args[3 + k], sig.args[3 + k], sig.args[0].dtype)
-            v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), k))
-        builder.store(v, vptr, align=16)
-        return context.get_dummy_value()
-
-
-if course.on_gpu():
-    _register_gpu_implementations()
-
-
 def vec4_kernel(tile, rows, group=1):
     """(tile/4)×rows threads move a tile×tile block of 4-byte elements in 16-byte vectors.
 
@@ -508,18 +411,13 @@ def _vec4_args(a, out):
 
 
 @dataclass(frozen=True)
-class Version:
+class Version(registry.Version):
     """One transpose version: its kernel, launch shape, one-line idea and the dtypes it is meant for."""
 
-    name: str
-    idea: str
-    kernel: object
     tile: int  # the block moves a tile×tile piece of the matrix
     threads: tuple  # threads_per_block as (x, y)
     dtypes: tuple = ("int32", "float32", "float64")
     make_args: Callable = field(default=lambda a, out: (a, out))
-    family: str = ""
-    params: dict = field(default_factory=dict)
 
     def griddim(self, shape) -> tuple:
         """blocks_per_grid for an input of ``shape`` = (n_rows, n_cols): x walks columns, y rows."""
@@ -593,26 +491,23 @@ def vec4_version(tile=64, rows=8, name="vec4", group=1) -> Version:
                    family="vec4", params={"tile": tile, "rows": rows, "group": group})
 
 
-TRANSPOSE_VERSIONS = {
-    v.name: v
-    for v in (
-        Version("naive", "one thread per element: coalesced reads, scattered writes (32 sectors each)",
-                naive, TILE, (TILE, TILE), family="naive"),
-        Version("tile_32x32", "shared [32][32] tile: both global sides coalesced, 32-way bank conflict on the column read",
-                tile_32x32, TILE, (TILE, TILE), family="tile", params={"width": 32}),
-        Version("tile_32x33", "padded [32][33]: a column spreads over 32 banks, conflict-free",
-                tile_32x33, TILE, (TILE, TILE), family="tile", params={"width": 33}),
-        Version("tile_32x34", "padded [32][34]: 34 shares the factor 2 with 32, still 2-way",
-                tile_32x34, TILE, (TILE, TILE), family="tile", params={"width": 34}),
-        Version("swizzle", "XOR swizzle tile[ty][tx ^ ty]: conflict-free without padding",
-                swizzle, TILE, (TILE, TILE), family="swizzle"),
-        rows_version(32, 8),
-        batched_version(32, 8),
-        unsigned_version(32, 8),
-        wide_version(64, 8),
-        vec4_version(64, 8),
-    )
-}
+TRANSPOSE_VERSIONS = registry.registry(
+    Version("naive", "one thread per element: coalesced reads, scattered writes (32 sectors each)",
+            naive, TILE, (TILE, TILE), family="naive"),
+    Version("tile_32x32", "shared [32][32] tile: both global sides coalesced, 32-way bank conflict on the column read",
+            tile_32x32, TILE, (TILE, TILE), family="tile", params={"width": 32}),
+    Version("tile_32x33", "padded [32][33]: a column spreads over 32 banks, conflict-free",
+            tile_32x33, TILE, (TILE, TILE), family="tile", params={"width": 33}),
+    Version("tile_32x34", "padded [32][34]: 34 shares the factor 2 with 32, still 2-way",
+            tile_32x34, TILE, (TILE, TILE), family="tile", params={"width": 34}),
+    Version("swizzle", "XOR swizzle tile[ty][tx ^ ty]: conflict-free without padding",
+            swizzle, TILE, (TILE, TILE), family="swizzle"),
+    rows_version(32, 8),
+    batched_version(32, 8),
+    unsigned_version(32, 8),
+    wide_version(64, 8),
+    vec4_version(64, 8),
+)
 
 
 def sweep_candidates() -> list:

@@ -44,6 +44,7 @@ Defined for chapter 02 (notebooks/02_warps_divergence.ipynb).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -51,6 +52,7 @@ import numpy as np
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from numba import cuda, float32
 
+from course.kernels import registry
 from course.kernels.basics import lane_count
 
 WARP_SIZE = 32
@@ -416,23 +418,22 @@ def run_last_warp(name: str, blocks: int = 64, rng=None, kernel=None) -> ReduceR
 # --- the registry ------------------------------------------------------------------------------------------
 
 
-class Version(NamedTuple):
+@dataclass(frozen=True)
+class Version(registry.Version):
     """One kernel version: the kernel, its idea, and how to run it on fresh data and check it."""
 
-    kernel: object
-    idea: str
     kind: str  # "even_odd" (a, b, out, n) or "paths" (x, [flags,] out, iters)
 
 
-KERNELS = {
-    "even_odd_branch": Version(even_odd_branch, "seed 002: if/else on threadIdx.x % 2", "even_odd"),
-    "even_odd_select": Version(even_odd_select, "seed 002: mask = threadIdx.x & 1, a conditional expression",
-                               "even_odd"),
-    "lane_branch": Version(lane_branch, "long paths chosen by lane parity: every warp runs both", "paths"),
-    "warp_branch": Version(warp_branch, "the same paths chosen per warp: each warp runs one", "paths"),
-    "flag_branch": Version(flag_branch, "the path chosen by data: random flags vs sorted flags", "paths"),
-    "chain": Version(chain, "path A only, no lane-dependent branch", "paths"),
-}
+KERNELS = registry.registry(
+    Version("even_odd_branch", "seed 002: if/else on threadIdx.x % 2", even_odd_branch, "even_odd"),
+    Version("even_odd_select", "seed 002: mask = threadIdx.x & 1, a conditional expression",
+            even_odd_select, "even_odd"),
+    Version("lane_branch", "long paths chosen by lane parity: every warp runs both", lane_branch, "paths"),
+    Version("warp_branch", "the same paths chosen per warp: each warp runs one", warp_branch, "paths"),
+    Version("flag_branch", "the path chosen by data: random flags vs sorted flags", flag_branch, "paths"),
+    Version("chain", "path A only, no lane-dependent branch", chain, "paths"),
+)
 
 
 def flags_for(pattern: str, n: int, rng: np.random.Generator) -> np.ndarray:
