@@ -50,7 +50,7 @@ SHARED_PHASE_LANES = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
 MERGED_PHASES = {8: 32, 16: 16}
 
 #: A structured dtype carrying this key in its metadata is a *vector*, not a record: the course's CPU
-#: twins of 16-byte loads view a row of floats as wide elements (course.kernels.matmul.gload4, the
+#: twins of 16-byte loads view a row of floats as wide elements (course.kernels.vector.gload4, the
 #: vectorized reductions), and the tracer counts one access of the whole element, as the GPU's one
 #: LDG.E.128/LDS.128 — not the byte-by-byte field accesses of a record (course.trace).
 VECTOR_DTYPE_KEY = "course_vector"
