@@ -16,7 +16,7 @@ import pathlib
 import numpy as np
 import pytest
 
-import course  # noqa: F401
+import course
 from course import engine
 from course.validation.peer_styles import WORKLOADS, launch
 
@@ -52,7 +52,10 @@ def test_a_kernel_parameter_default_is_refused_as_on_the_gpu():
     with pytest.raises(TypeError) as err:
         _run(w)
     msg = str(err.value)
-    assert "kernel_default" in msg and "takes 3 argument(s) (out, a, k)" in msg and "pass every argument" in msg
+    if course.on_gpu():  # numba-cuda's own refusal, which names neither the kernel nor the cure
+        assert "Signature mismatch: 2 argument types given, but function takes 3 arguments" in msg
+    else:  # the engine refuses it as the GPU does, and says where and what to do
+        assert "kernel_default" in msg and "takes 3 argument(s) (out, a, k)" in msg and "pass every argument" in msg
 
 
 def test_every_style_is_covered():
