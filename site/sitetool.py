@@ -150,18 +150,27 @@ def execute_notebook(src: pathlib.Path, dst: pathlib.Path, *, backend: str | Non
 
 
 def _relative_paths(nb) -> None:
-    """Outputs name the repository's files by their path inside it, not by where this machine keeps it."""
+    """Outputs name the repository's files by their path inside it, and no other path of the machine that ran
+    them (a library's file in a warning becomes ``…/dispatcher.py:748``, as :func:`course.bench.scrub` writes it).
+
+    Only text is rewritten: images and other binary outputs (base64, where '/' is a letter) stay as they are.
+    """
     import nbformat
 
-    prefix = str(ROOT) + "/"
+    from course.bench import scrub
 
-    def fix(x):
+    prefix = str(ROOT) + "/"
+    binary = ("image/", "application/pdf")
+
+    def fix(x, key=""):
+        if key.startswith(binary):
+            return x
         if isinstance(x, str):
-            return x.replace(prefix, "")
+            return scrub(x.replace(prefix, ""))
         if isinstance(x, list):
             return [fix(v) for v in x]
         if isinstance(x, dict):
-            return {k: fix(v) for k, v in x.items()}
+            return {k: fix(v, k) for k, v in x.items()}
         return x
 
     for cell in nb.cells:
@@ -247,7 +256,13 @@ def import_run(tgz: pathlib.Path, *, allow_cpu: bool = False) -> dict:
     for old in [*EXECUTED.glob(f"*{SUFFIX}"), EXECUTED / "provenance.json"]:
         old.unlink(missing_ok=True)
     EXECUTED.mkdir(parents=True, exist_ok=True)
+    import nbformat
+
     for name, data in files.items():
+        if name.endswith(SUFFIX):  # copies made before the lane scrubbed every machine path: scrub them here
+            nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+            _relative_paths(nb)
+            data = nbformat.writes(nb).encode("utf-8")
         (EXECUTED / name).write_bytes(data)
     print(f"imported {len(files) - 1} executed chapters from run {prov.get('run')} on {prov.get('device')} "
           f"into {EXECUTED.relative_to(ROOT)}/")
