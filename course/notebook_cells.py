@@ -206,21 +206,32 @@ def language_info() -> dict:
 
     A notebook committed with less is rewritten by JupyterLab as soon as its kernel starts, so that merely
     opening it marks it modified; committed with this, it opens clean (on the same Python version).
+    Its ``version`` is the Python that runs the kernel: no committed value matches every Python, so the
+    notebooks keep the course's (environment.yml) and :func:`sync` leaves a version-only difference alone.
     """
     from ipykernel.ipkernel import IPythonKernel
 
     return dict(IPythonKernel.language_info)
 
 
+def _without_version(info: dict) -> dict:
+    return {k: v for k, v in info.items() if k != "version"}
+
+
 def sync(paths=None) -> list:
-    """Rewrite every drifted kernel cell from the registry, and the notebook's ``language_info``; return what changed."""
+    """Rewrite every drifted kernel cell from the registry, and the notebook's ``language_info`` (its keys other
+    than ``version``, which stays as committed: see :func:`language_info`); return what changed."""
     changed = []
     info = language_info()
     for path in _notebooks(paths):
         nb = json.loads(path.read_text(encoding="utf-8"))  # read right before writing: others edit too
-        touched = nb.get("metadata", {}).get("language_info") != info
+        have = nb.get("metadata", {}).get("language_info") or {}
+        touched = _without_version(have) != _without_version(info)  # the version depends on the machine
         if touched:
-            nb.setdefault("metadata", {})["language_info"] = info
+            new = dict(info)
+            if "version" in have:
+                new["version"] = have["version"]
+            nb.setdefault("metadata", {})["language_info"] = new
             changed.append((path, None, "language_info"))
         for i, key, cell, text in list(kernel_cells(nb)):
             if "".join(cell["source"]) != text:

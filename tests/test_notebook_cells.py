@@ -86,6 +86,23 @@ def test_sync_rewrites_a_drifted_cell(tmp_path):
     assert nc.drift([copy]) == []
 
 
+def test_sync_leaves_the_python_version_of_language_info_alone(tmp_path):
+    # the version is the Python that runs the kernel (3.11 here, 3.12 on the GPU machine): a difference in it
+    # alone is not drift; a missing key is, and sync restores it without touching the committed version
+    src = NOTEBOOKS[5]
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    nb["metadata"]["language_info"]["version"] = "0.0.0"
+    copy = tmp_path / src.name
+    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    before = copy.read_text(encoding="utf-8")
+    assert nc.sync([copy]) == [] and copy.read_text(encoding="utf-8") == before
+    del nb["metadata"]["language_info"]["mimetype"]
+    copy.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert nc.sync([copy]) == [(copy, None, "language_info")]
+    info = json.loads(copy.read_text(encoding="utf-8"))["metadata"]["language_info"]
+    assert info == {**nc.language_info(), "version": "0.0.0"}
+
+
 @pytest.mark.parametrize("key, words", [("nomodule", "module.name"), ("transpose.nothing", "has no 'nothing'"),
                                         ("nosuch.naive", "no module")])
 def test_a_bad_key_says_what_is_wrong(key, words):
