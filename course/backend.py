@@ -80,6 +80,9 @@ def choose() -> str:
             "before `from numba import cuda`."
         )
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1" if want_sim else "0"
+    # the chapters launch small grids on purpose (a few blocks to trace or check); numba's "grid size N will
+    # likely result in GPU under-utilization" on every such launch teaches nothing (chapter 06 teaches occupancy)
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     if "numba.core.config" in sys.modules:
         sys.modules["numba.core.config"].reload_config()
     _chosen = requested
