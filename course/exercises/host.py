@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import types
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -215,7 +216,7 @@ def schedule(log):
 
 HOST_ATTRS = {"copy_to_device", "copy_to_host", "synchronize", "copy", "shape", "dtype", "size", "ndim"}
 HOST_BUILTINS = {"range", "min", "max", "len", "int", "float", "enumerate", "list", "abs", "zip", "print"}
-_HOST_NODES = (
+HOST_NODES = (
     ast.Assign, ast.AugAssign, ast.For, ast.While, ast.If, ast.Expr, ast.Return, ast.Pass, ast.Break,
     ast.Continue, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.Attribute,
     ast.Subscript, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.Slice, ast.ListComp, ast.comprehension,
@@ -224,7 +225,22 @@ _HOST_NODES = (
 HOST_DTYPES = {"float32", "float64", "int32", "int64"}
 
 
-def lint_host(fn: ast.FunctionDef) -> list:
+@dataclass(frozen=True)
+class HostRules:
+    """What one host-code exercise may use: the ``cuda`` API, attributes, builtins and syntax; ``what`` names
+    the code in messages. The grader compiles a submission with nothing more (:func:`compile_host`)."""
+
+    cuda_api: frozenset
+    attrs: frozenset = frozenset(HOST_ATTRS)
+    builtins: frozenset = frozenset(HOST_BUILTINS)
+    nodes: tuple = HOST_NODES
+    what: str = "the pipeline"
+
+
+PIPELINE = HostRules(cuda_api=frozenset(HOST_CUDA_API))
+
+
+def lint_host(fn: ast.FunctionDef, rules: HostRules = PIPELINE) -> list:
     """Problems that keep host code from being judged, as (line, message); empty when it may run."""
     problems = []
     local = {a.arg for a in fn.args.args}
@@ -234,23 +250,23 @@ def lint_host(fn: ast.FunctionDef) -> list:
     for stmt in fn.body:
         for node in ast.walk(stmt):
             line = getattr(node, "lineno", fn.lineno)
-            if not isinstance(node, _HOST_NODES):
-                problems.append((line, f"`{type(node).__name__}` is not needed in the pipeline's host code"))
+            if not isinstance(node, rules.nodes):
+                problems.append((line, f"`{type(node).__name__}` is not needed in {rules.what}'s host code"))
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not (
-                    node.id in local or node.id in HOST_BUILTINS or node.id in ("cuda", "np", "numpy")):
+                    node.id in local or node.id in rules.builtins or node.id in ("cuda", "np", "numpy")):
                 problems.append((line, f"`{node.id}` is not defined in the function (use its arguments, cuda, np)"))
             elif isinstance(node, ast.Attribute):
                 if node.attr.startswith("_"):
                     problems.append((line, f"`.{node.attr}` is not available here"))
                 elif isinstance(node.value, ast.Name) and node.value.id == "cuda":
-                    if node.attr not in HOST_CUDA_API:
-                        problems.append((line, f"cuda.{node.attr}: the pipeline needs only cuda."
-                                               f"{', cuda.'.join(sorted(HOST_CUDA_API))}"))
+                    if node.attr not in rules.cuda_api:
+                        problems.append((line, f"cuda.{node.attr}: {rules.what} needs only cuda."
+                                               f"{', cuda.'.join(sorted(rules.cuda_api))}"))
                 elif isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
                     if node.attr not in HOST_DTYPES:
                         problems.append((line, f"np.{node.attr}: only NumPy dtypes here (np.float32 ...)"))
-                elif node.attr not in HOST_ATTRS:
-                    problems.append((line, f"`.{node.attr}`: arrays here offer {', '.join(sorted(HOST_ATTRS))}"))
+                elif node.attr not in rules.attrs:
+                    problems.append((line, f"`.{node.attr}`: here only {', '.join(sorted(rules.attrs))}"))
     seen, out = set(), []
     for line, msg in problems:
         if line not in seen:
@@ -259,14 +275,14 @@ def lint_host(fn: ast.FunctionDef) -> list:
     return out
 
 
-def compile_host(fn_node: ast.FunctionDef, filename: str = "<cell>"):
+def compile_host(fn_node: ast.FunctionDef, filename: str = "<cell>", rules: HostRules = PIPELINE):
     """A function from the linted source of a host-code exercise, with only safe builtins (for the grader)."""
-    problems = lint_host(fn_node)
+    problems = lint_host(fn_node, rules)
     if problems:
         line, msg = problems[0]
         raise ValueError(f"line {line} (in {fn_node.name}): {msg}")
     clean = ast.fix_missing_locations(ast.Module(body=[_without_decorators(fn_node)], type_ignores=[]))
-    namespace = {"__builtins__": {n: getattr(builtins, n) for n in HOST_BUILTINS}, "np": np, "numpy": np,
+    namespace = {"__builtins__": {n: getattr(builtins, n) for n in rules.builtins}, "np": np, "numpy": np,
                  "__name__": "submission"}
     exec(compile(clean, filename, "exec"), namespace)
     return namespace[fn_node.name]

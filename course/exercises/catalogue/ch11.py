@@ -8,7 +8,6 @@ devices) and records, per device, the elements copied in, the kernels launched a
 from __future__ import annotations
 
 import ast
-import builtins
 import collections
 import types
 
@@ -16,13 +15,12 @@ import numpy as np
 
 import course
 from course.exercises.contract import Exercise, Input, Property, Result, Verdict
+from course.exercises.host import HOST_BUILTINS, HOST_NODES, HostRules, compile_host, lint_host
 from course.exercises.registry import register
 
 SPLIT_THREADS = 256
 SPLIT_PER_BLOCK = 1024  # elements one block of the given kernel sums
 SPLIT_API = {"gpus", "to_device", "device_array", "synchronize"}
-SPLIT_BUILTINS = {"NotImplementedError", "range", "min", "max", "len", "int", "float", "sum", "enumerate", "list", "zip", "abs", "print"}
-SPLIT_ATTRS = {"copy_to_host", "shape", "dtype", "size", "append", "float32", "float64", "int64", "int32"}
 
 
 def shares(n: int, weights) -> list:
@@ -111,58 +109,25 @@ class _Out:
         return self._real.copy_to_host() if ary is None else self._real.copy_to_host(ary)
 
 
-# --- lint and compile (the grader compiles host code in its own process with nothing more) -------------------------
+# --- lint and compile: the host-code rules of course.exercises.host, with what a split needs ------------------------
 
-_NODES = (
-    ast.Assign, ast.AugAssign, ast.For, ast.While, ast.If, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue,
-    ast.Raise, ast.With, ast.withitem, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.Attribute,
-    ast.Subscript, ast.Name, ast.Constant, ast.Tuple, ast.List, ast.Slice, ast.ListComp, ast.comprehension,
-    ast.keyword, ast.arguments, ast.arg, ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+SPLIT_RULES = HostRules(
+    cuda_api=frozenset(SPLIT_API),
+    attrs=frozenset({"copy_to_host", "shape", "dtype", "size", "append"}),
+    builtins=frozenset(HOST_BUILTINS | {"sum", "NotImplementedError"}),
+    nodes=HOST_NODES + (ast.With, ast.withitem, ast.Raise),  # `with cuda.gpus[d]:`; the stub's raise
+    what="this exercise",
 )
 
 
 def lint_split(fn: ast.FunctionDef) -> list:
     """Problems that keep the host code from being judged, as (line, message); empty when it may run."""
-    local = {a.arg for a in fn.args.args}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            local.add(node.id)
-    problems = []
-    for stmt in fn.body:
-        for node in ast.walk(stmt):
-            line = getattr(node, "lineno", fn.lineno)
-            if not isinstance(node, _NODES):
-                problems.append((line, f"`{type(node).__name__}` is not needed in this host code"))
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and not (
-                    node.id in local or node.id in SPLIT_BUILTINS or node.id in ("cuda", "np", "numpy")):
-                problems.append((line, f"`{node.id}` is not defined in the function (use its arguments, cuda, np)"))
-            elif isinstance(node, ast.Attribute):
-                base = node.value.id if isinstance(node.value, ast.Name) else None
-                if node.attr.startswith("_"):
-                    problems.append((line, f"`.{node.attr}` is not available here"))
-                elif base == "cuda" and node.attr not in SPLIT_API:
-                    problems.append((line, f"cuda.{node.attr}: this exercise needs only cuda."
-                                           f"{', cuda.'.join(sorted(SPLIT_API))}"))
-                elif base != "cuda" and node.attr not in SPLIT_ATTRS:
-                    problems.append((line, f"`.{node.attr}`: here only {', '.join(sorted(SPLIT_ATTRS))}"))
-    return sorted(dict(problems).items())
+    return lint_host(fn, SPLIT_RULES)
 
 
 def compile_split(fn_node: ast.FunctionDef, filename: str = "<cell>"):
     """A function from the linted source, with only safe builtins (for the grader)."""
-    problems = lint_split(fn_node)
-    if problems:
-        line, msg = problems[0]
-        raise ValueError(f"line {line} (in {fn_node.name}): {msg}")
-    import copy
-
-    clean = copy.copy(fn_node)
-    clean.decorator_list, clean.returns = [], None
-    module = ast.fix_missing_locations(ast.Module(body=[clean], type_ignores=[]))
-    namespace = {"__builtins__": {n: getattr(builtins, n) for n in SPLIT_BUILTINS}, "np": np, "numpy": np,
-                 "__name__": "submission"}
-    exec(compile(module, filename, "exec"), namespace)
-    return namespace[fn_node.name]
+    return compile_host(fn_node, filename, SPLIT_RULES)
 
 
 # --- inputs, properties, judging --------------------------------------------------------------------------------------
