@@ -1,0 +1,99 @@
+"""The CUDA toolkit's tools, for the scripts in ``scripts/gpu``: finding them, Nsight Compute, SASS.
+
+:func:`find_tool` finds ``ncu``, ``compute-sanitizer``, ``cuobjdump`` or ``nvdisasm``; :func:`ncu_profile` runs a
+child command under Nsight Compute and :func:`parse_ncu_csv` reads its launches; :func:`sass_instructions`
+reads an nvdisasm listing.  Every public name here is also reachable as ``course.bench.<name>``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Iterable, Optional
+
+from course.bench import BenchError
+from course.bench_harness import scrub
+
+# --- tools of the CUDA toolkit: Nsight Compute -------------------------------------------------------------
+
+
+def find_tool(name: str) -> Optional[str]:
+    """``name`` (ncu, compute-sanitizer, cuobjdump, nvdisasm) on PATH or in the usual CUDA / Nsight folders."""
+    import glob
+    import shutil
+
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/usr/local/cuda*/nsight-compute*/{name}"):
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[-1]
+    return None
+
+
+def parse_ncu_csv(text: str) -> list:
+    """Profiled launches in order, ``[{"kernel": name, "id": n, metric: value}]``, from ``ncu --csv`` output."""
+    import csv
+    import io
+
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    launches: dict = {}
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        try:
+            key = int(row["ID"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        d = launches.setdefault(key, {"id": key, "kernel": row.get("Kernel Name", "")})
+        raw = (row.get("Metric Value") or "").replace(",", "")
+        try:
+            d[row.get("Metric Name")] = float(raw)
+        except ValueError:
+            d[row.get("Metric Name")] = raw
+    return [launches[k] for k in sorted(launches)]
+
+
+def ncu_profile(argv: list, metrics: Iterable[str], *, kernel_regex: Optional[str] = None,
+                launch_count: Optional[int] = None, timeout: float = 180) -> tuple:
+    """Run ``argv`` (a child command) under ``ncu --clock-control none`` for ``metrics``; returns
+    ``(launches, log)`` with the launches as :func:`parse_ncu_csv` gives them and the scrubbed output."""
+    ncu = find_tool("ncu")
+    if ncu is None:
+        raise BenchError("ncu (Nsight Compute) not found on PATH or under /usr/local/cuda*/bin")
+    cmd = [ncu, "--clock-control", "none", "--csv", "--print-units", "base", "--metrics", ",".join(metrics)]
+    if kernel_regex:
+        cmd += ["-k", f"regex:{kernel_regex}"]
+    if launch_count:
+        cmd += ["--launch-count", str(launch_count)]
+    res = subprocess.run(cmd + list(argv), capture_output=True, text=True, timeout=timeout)
+    text = res.stdout + "\n" + res.stderr
+    return parse_ncu_csv(res.stdout), scrub(" ".join(cmd[1:]) + "\n" + text[-20000:])
+
+
+# --- SASS as instructions ----------------------------------------------------------------------------------
+
+_SASS_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+([^;]*)")
+
+
+_SASS_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+
+
+def sass_instructions(sass: str) -> list:
+    """``[(address, instruction text)]`` of an nvdisasm listing: instructions only (no directives, no bytes);
+    branch labels (``.L_x_3``) are replaced by the address they name."""
+    out, labels, pending = [], {}, []
+    for line in sass.splitlines():
+        lm = _SASS_LABEL.match(line)
+        if lm:
+            pending.append(lm.group(1))
+            continue
+        m = _SASS_INSTR.match(line)
+        if m and not m.group(2).startswith("."):
+            addr = int(m.group(1), 16)
+            for lab in pending:
+                labels[lab] = addr
+            pending = []
+            out.append((addr, m.group(2).split("/*")[0].strip()))
+    return [(a, re.sub(r"`\((\.L_x_\d+)\)", lambda mm: f"0x{labels.get(mm.group(1), 0):04x}", t)) for a, t in out]
