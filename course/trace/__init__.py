@@ -15,7 +15,8 @@ The semantics (what a warp, a request, a wavefront is; where the model and the H
 are written down in ``docs/tracer.md``.
 
 Modules: :mod:`~course.trace.entry` (:func:`trace`), :mod:`~course.trace.recorder` (the engine hooks:
-records, then counts with :mod:`course.analysis_vectorised`), :mod:`~course.trace.arrays` (traced arrays),
+records, then counts with :mod:`course.analysis_vectorised`), :mod:`~course.trace.races` (shared- and
+global-memory races, their severities, benign same-value stores), :mod:`~course.trace.arrays` (traced arrays),
 :mod:`~course.trace.sites`, :mod:`~course.trace.markers` (line markers for divergence),
 :mod:`~course.trace.records` (the record layout, ``SPLIT_COMPLEX``) and :mod:`~course.trace.report`.
 """
