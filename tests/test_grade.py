@@ -130,8 +130,11 @@ def test_forgeries_earn_nothing(graded):
     assert "PASS 7/7" not in graded["stdout"]  # the fake verdict it printed never reached us
     run = next(s["run"] for s in graded["results"]["submissions"] if f.endswith(s["submission"]))
     # every forgery ran; the edit of its copy of course/ failed (read-only), or, in a kernel that owns its copy
-    # (root, no sandbox), changed only that copy (checked in-cell)
-    assert run["errors"] == [] or [(c, e) for c, e, _ in run["errors"]] == [(2, "OSError")], run["errors"]
+    # (root, no sandbox), changed only that copy (checked in-cell).  The failure is an OSError: plain OSError
+    # on a read-only mount (EROFS), its subclass PermissionError where file modes refuse it (EACCES: the
+    # fallback sandbox's kernel, seen on the H200 as root without bubblewrap)
+    failed = [(c, e) for c, e, _ in run["errors"]]
+    assert run["errors"] == [] or failed in ([(2, "OSError")], [(2, "PermissionError")]), run["errors"]
     assert not os.path.exists("/tmp/pwned")
 
 
