@@ -57,6 +57,8 @@ def _fresh_copy_and_reexec():
             os.chmod(os.path.join(root, f), 0o444)
     pypath = os.pathsep.join([scratch] + [x for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x])
     env = dict(os.environ, PYTHONPATH=pypath, COURSE_GRADE_FRESH=scratch, PYTHONDONTWRITEBYTECODE="1")
+    # the CUDA driver's JIT cache (else ~/.nv/ComputeCache) goes with the copy: set before the driver starts
+    env["CUDA_CACHE_PATH"] = os.path.join(scratch, "cuda-cache")
     repo = os.path.dirname(pkg)
     for extra in ("data", "exercises"):  # data, not code: compiler facts, the exercise notebooks' names
         if os.path.isdir(os.path.join(repo, extra)):
@@ -468,6 +470,8 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     scratch = tempfile.mkdtemp(prefix="course-grade-", dir=sandbox.scratch_parent(tempfile.gettempdir()))
     os.chmod(scratch, 0o711)  # the kernels' own uid must reach their folders inside
     opts["scratch"] = scratch
+    if use_sandbox:  # uids no other grader on this machine gives its kernels now (shards side by side)
+        sandbox.claim_uids(max(1, jobs))
     per_ex = 8 * opts["launch_timeout"] + 30  # judge_isolated's own limit per exercise
     hard = timeout + 120 + per_ex * len(ex_mod.EXERCISES)
     records, data_of = {}, {}
@@ -536,6 +540,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         if own_process:  # what a killed grading process left behind (its kernel dies with it; their children not)
             sandbox.sweep()
         sandbox.remove_stale_cgroups()
+        sandbox.release_uids()
         for root, _dirs, _files in os.walk(scratch):
             try:
                 os.chmod(root, 0o755)

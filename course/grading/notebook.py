@@ -226,7 +226,7 @@ def kernel_env(work: str, pkg: str) -> dict:
     dirs = {"HOME": "home", "IPYTHONDIR": "ipython", "JUPYTER_CONFIG_DIR": "jupyter/config",
             "JUPYTER_DATA_DIR": "jupyter/data", "JUPYTER_RUNTIME_DIR": "runtime", "MPLCONFIGDIR": "mpl",
             "TMPDIR": "tmp", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data",
-            "NUMBA_CACHE_DIR": "cache/numba"}
+            "NUMBA_CACHE_DIR": "cache/numba", "CUDA_CACHE_PATH": "cache/cuda"}  # the driver's JIT cache: not ~/.nv
     for var, sub in dirs.items():
         path = os.path.join(work, sub)
         os.makedirs(path, exist_ok=True)
