@@ -34,8 +34,12 @@ import sys
 import time
 
 #: First uid the kernels of a root grader run as (one per grading slot: kernels graded at once cannot
-#: signal each other either). Set ``COURSE_GRADE_UID`` to choose another range.
+#: signal each other either, also those of two graders on one machine: see :func:`claim_uids`). Set
+#: ``COURSE_GRADE_UID`` to choose another range.
 UID_BASE = int(os.environ.get("COURSE_GRADE_UID", "1500000000"))
+
+#: The kernel uids this grading process holds, by slot: (uid, the socket that holds it).
+_claimed: list = []
 
 #: Limits for the kernel and everything it starts (the rlimits level relies on them alone).
 LIMITS = {
@@ -199,16 +203,47 @@ def scratch_parent(default: str) -> str:
     return next((d for d in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(d) and others_can_enter(d)), default)
 
 
+def claim_uids(n: int, tries: int = 4096) -> list:
+    """Hold ``n`` kernel uids from ``UID_BASE`` up that no other grading process on this machine holds now.
+
+    Two graders side by side (two shards of one class on one machine) would otherwise both run their slot 0
+    kernels as ``UID_BASE``: without bubblewrap, one's notebook could then kill the other's kernel. A uid
+    is held by binding an abstract Unix socket named after it (Linux): nothing is written anywhere, and it
+    is released when the process (and the grading workers it forked) have closed it or exited."""
+    import socket
+
+    release_uids()
+    if not sys.platform.startswith("linux"):
+        return []
+    for uid in range(UID_BASE, UID_BASE + tries):
+        if len(_claimed) >= n:
+            break
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.bind(f"\0course-grade-uid-{uid}")
+        except OSError:
+            s.close()
+            continue
+        _claimed.append((uid, s))
+    return [uid for uid, _s in _claimed]
+
+
+def release_uids():
+    while _claimed:
+        _claimed.pop()[1].close()
+
+
 def uid_for(slot: int) -> int | None:
     """The uid the kernel of grading slot ``slot`` runs as, or None (the grader's own).
 
     Only a root grader can give kernels another uid. Inside bubblewrap the uid is the user namespace's
     (the box has no other way out); without it the kernel really becomes that user, which works only
-    when Python is readable by other users."""
+    when Python is readable by other users. The uid is the slot's of :func:`claim_uids` where this
+    process claimed some, else ``UID_BASE + slot``."""
     if os.geteuid() != 0:
         return None
     if bwrap_path() or all(others_can_read(p) for p in python_paths()):
-        return UID_BASE + slot
+        return _claimed[slot][0] if slot < len(_claimed) else UID_BASE + slot
     return None
 
 

@@ -307,6 +307,24 @@ def test_the_fallback_kills_a_process_that_left_its_session():
     assert before == 1 and killed == 1 and after == 0
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uids are held by abstract Unix sockets (Linux)")
+def test_two_graders_on_one_machine_give_their_kernels_different_uids():
+    # two shards graded side by side (as the class above is): without bubblewrap a root grader's kernels are
+    # kept apart by their uids alone, and the killer in one shard would kill the other shard's kernel
+    from course import sandbox
+
+    mine = sandbox.claim_uids(2)
+    try:
+        p = subprocess.run([sys.executable, "-c", "from course import sandbox; print(*sandbox.claim_uids(3))"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+        theirs = [int(x) for x in p.stdout.split()]
+        assert len(mine) == 2 and len(theirs) == 3 and not set(mine) & set(theirs), (mine, theirs, p.stderr)
+        if os.geteuid() == 0 and sandbox.uid_for(0) is not None:
+            assert [sandbox.uid_for(0), sandbox.uid_for(1)] == mine
+    finally:
+        sandbox.release_uids()
+
+
 def test_the_rlimits_fallback_limits_what_a_kernel_may_do(tmp_path):
     from course import sandbox
 
