@@ -307,6 +307,27 @@ def test_the_fallback_kills_a_process_that_left_its_session():
     assert before == 1 and killed == 1 and after == 0
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process's start time from /proc")
+def test_the_grader_removes_only_the_empty_cuda_cache_folders_it_made(tmp_path, monkeypatch):
+    # on a GPU the driver makes ~/.nv/ComputeCache as it starts (import course probes the GPU), too early
+    # for CUDA_CACHE_PATH: the grader removes those folders at the end where they are empty and new
+    from course.grade import remove_driver_cache_dirs
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = tmp_path / ".nv" / "ComputeCache"
+    cache.mkdir(parents=True)
+    remove_driver_cache_dirs()
+    assert not (tmp_path / ".nv").exists()
+    cache.mkdir(parents=True)  # a cache holding something is not the grader's to remove
+    (cache / "index").write_text("x")
+    remove_driver_cache_dirs()
+    assert (cache / "index").exists()
+    (cache / "index").unlink()
+    os.utime(cache, (1, 1))  # nor one older than the grading process
+    remove_driver_cache_dirs()
+    assert cache.is_dir()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uids are held by abstract Unix sockets (Linux)")
 def test_two_graders_on_one_machine_give_their_kernels_different_uids():
     # two shards graded side by side (as the class above is): without bubblewrap a root grader's kernels are
