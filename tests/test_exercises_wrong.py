@@ -42,7 +42,9 @@ EXPECT_A = {
     "08.dot_mapped": ("partial", ["4096 atomic operations", "want at most 4"], ["block"]),
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["32.00 sectors per request"], ["neighbouring columns"]),
-    "09.matmul_abt": ("partial", ["no bank conflicts on the tile reads", "3-way bank conflict"], ["bank"]),
+    # how many ways depends on which loads ptxas merges into LDS.64/.128, which differs between CUDA versions
+    # (3-way with this machine's ptxas 13.5, 4.5-way with the H200's 13.0): the reason is the conflict
+    "09.matmul_abt": ("partial", ["no bank conflicts on the tile reads", "-way bank conflict"], ["bank"]),
     "09.sgemm_regtile": ("partial", ["2048 shared-memory load requests", "want at most 1024"], ["two multiply-adds"]),
     "10.scale_rows_fixed": ("partial", ["coalesced global loads", "coalesced global stores"], ["trace"]),
     "10.block_reverse_fixed": ("fail", ["no race between threads", "out[i] = s[count - 1 - t]"], ["wait"]),

@@ -52,8 +52,10 @@ def tracked_files() -> list:
     whose ``git ls-files`` would list its own files, not this tree's)."""
     if _git_top() == ROOT:
         try:
-            out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
-                                 timeout=60).stdout
+            # tracked and untracked-but-not-ignored: a copy of the working tree made for another machine (the
+            # GPU lane's) may carry a .git that does not track every file it holds
+            out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                                 capture_output=True, check=True, timeout=60).stdout
             return [ROOT / p for p in out.decode().split("\0") if p]
         except (OSError, subprocess.SubprocessError):
             pass
