@@ -296,7 +296,8 @@ def judge_isolated(found: Found, exercise, launch_timeout: float, hard_limit: fl
         code = 0
         try:
             os.close(read)
-            _limit_memory(JUDGE_MEMORY_BYTES)
+            if not course.on_gpu():  # CUDA reserves tens of GB of address space: an RLIMIT_AS stops any CUDA
+                _limit_memory(JUDGE_MEMORY_BYTES)  # process (05.transpose_mine's timing child); time limit stays
             data = json.dumps(judge_one(found, exercise, launch_timeout, seed)).encode()
             with os.fdopen(write, "wb") as f:
                 f.write(data)
