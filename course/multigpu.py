@@ -14,7 +14,6 @@ GPU refuses — a kernel on one device that reads an array living on another wit
 from __future__ import annotations
 
 import collections
-import contextlib
 from dataclasses import dataclass, field
 
 import course
@@ -200,12 +199,3 @@ class _Hooks:
         _COUNTERS.launches[dev] += 1
         _COUNTERS.threads[dev] += int(threads)
         _COUNTERS.elements[dev] += sum(size for _arg, where, size in array_devices if where == dev)
-
-
-@contextlib.contextmanager
-def on(dev: int):
-    """``with on(i):`` — the same as ``with cuda.gpus[i]:`` (a name for prose)."""
-    from numba import cuda
-
-    with cuda.gpus[dev]:
-        yield
