@@ -52,7 +52,10 @@ PARALLEL = 8
 RACECHECK_ARGS = ["--tool", "racecheck", "--racecheck-report", "hazard", "--print-level", "info",
                   "--print-limit", "10000", "--show-backtrace", "no"]
 DATA = ROOT / "data" / "race_validation.json"
-SUITE_FILE = ROOT / "course" / "validation" / "race_suite.py"
+# the kernels live in course/validation/races/*.py (racecheck names a file by its base name).  A run from before
+# the split names race_suite.py, whose lines have moved since: it gets no source texts here (import such a run
+# from a checkout of the commit it ran)
+SUITE_FILES = {p.name: p for p in sorted((ROOT / "course" / "validation" / "races").glob("*.py"))}
 
 SUMMARY_RE = re.compile(r"RACECHECK SUMMARY:\s*(\d+)\s+hazards? displayed\s*\((\d+)\s+errors?,\s*(\d+)\s+warnings?\)")
 # "========= Error: Race reported between Write access at 0x1a0 in /x/race_suite.py:80:reverse_nosync(...)"
@@ -478,10 +481,10 @@ def import_run(args) -> None:
             c["racecheck"]["pairs"] = again["pairs"]
         for q in (c.get("racecheck") or {}).get("pairs") or []:
             # the source text of each line, so that the record survives edits that move lines (import right after
-            # the run, before race_suite.py changes)
+            # the run, before the suite's files change)
             for side in (q.get("first"), q.get("second")):
-                if side and side.get("line") and side.get("file") == SUITE_FILE.name:
-                    side["source"] = linecache.getline(str(SUITE_FILE), side["line"]).strip()
+                if side and side.get("line") and side.get("file") in SUITE_FILES:
+                    side["source"] = linecache.getline(str(SUITE_FILES[side["file"]]), side["line"]).strip()
         for k in ("pairs",):  # keep the table small: one example pair per distinct line pair
             pairs = (c.get("racecheck") or {}).get(k) or []
             seen, keep = set(), []

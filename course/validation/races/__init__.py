@@ -1,0 +1,1 @@
+"""The race checker's validation suite, by race kind; :mod:`course.validation.race_suite` gathers the cases."""
