@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from course.exercises.contract import Input
+
 # Inputs
 
 
@@ -24,3 +26,15 @@ def random_size(rng, lo, hi):
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def block_sums_input(rng, n, threads_per_block, why):
+    """One launch of a kernel writing one sum per block: n floats, blocks_per_grid = ceil(n / threads_per_block),
+    out poisoned with NaN, each block's expected sum taken over its slice (the last one padded with zeros)."""
+    a = f32(rng, n)
+    blocks = ceil_div(n, threads_per_block)
+    out = np.full(blocks, np.nan, np.float32)
+    padded = np.zeros(blocks * threads_per_block, np.float64)
+    padded[:n] = a
+    want = padded.reshape(blocks, threads_per_block).sum(axis=1).astype(np.float32)
+    return Input(f"n={n} ({why})", (blocks,), (threads_per_block,), (a, out), {1: want}, ("a", "out"))

@@ -7,7 +7,7 @@ import numpy as np
 from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size
 from course.exercises.properties import atomics_at_most, coalesced, no_divergence, no_races, uses_shared
 from course.exercises.registry import register
 
@@ -117,13 +117,7 @@ WS_TPB = 64
 
 
 def _ws_input(rng, n, why):
-    a = f32(rng, n)
-    blocks = ceil_div(n, WS_TPB)
-    out = np.full(blocks, np.nan, np.float32)
-    padded = np.zeros(blocks * WS_TPB, np.float64)
-    padded[:n] = a
-    want = padded.reshape(blocks, WS_TPB).sum(axis=1).astype(np.float32)
-    return Input(f"n={n} ({why})", (blocks,), (WS_TPB,), (a, out), {1: want}, ("a", "out"))
+    return block_sums_input(rng, n, WS_TPB, why)
 
 
 def _ws_inputs(rng):

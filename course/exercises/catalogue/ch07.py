@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size
 from course.exercises.properties import (
     coalesced,
     coalesced_at_minimum,
@@ -81,13 +81,7 @@ SH_TPB = 256
 
 
 def _sh_input(rng, n, why):
-    a = f32(rng, n)
-    blocks = ceil_div(n, SH_TPB)
-    out = np.full(blocks, np.nan, np.float32)
-    pad = np.zeros(blocks * SH_TPB, np.float64)
-    pad[:n] = a
-    want = pad.reshape(blocks, SH_TPB).sum(axis=1).astype(np.float32)
-    return Input(f"n={n} ({why})", (blocks,), (SH_TPB,), (a, out), {1: want}, ("a", "out"))
+    return block_sums_input(rng, n, SH_TPB, why)
 
 
 def _sh_inputs(rng):
