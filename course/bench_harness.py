@@ -16,6 +16,7 @@ import argparse
 import json
 import pathlib
 import re
+import shutil
 import statistics
 import sys
 import time
@@ -64,37 +65,62 @@ class Script:
     ``--dry-run`` the script stops with a message saying what to do.
     """
 
-    def __init__(self, doc: str, name: str, *, reps: int = 20, arguments: Optional[Callable] = None,
-                 argv=None, child: Optional[Callable] = None):
+    #: where a script's kernels run, the ``gpu=`` argument: ``"here"`` this process times them (refused without
+    #: a GPU unless ``--dry-run``); ``"children"`` this process starts the processes that run them (under Nsight
+    #: Compute or compute-sanitizer) and judges their output, so it checks the tool, not the backend, and the
+    #: provenance is the children's; ``"none"`` nothing runs on a GPU (the script compiles and reads SASS).
+    GPU_MODES = ("here", "children", "none")
+
+    def __init__(self, doc: str, name: str, *, reps: Optional[int] = 20, arguments: Optional[Callable] = None,
+                 argv=None, child: Optional[Callable] = None, gpu: str = "here", out_required: bool = True):
+        if gpu not in self.GPU_MODES:
+            raise ValueError(f"Script(gpu={gpu!r}): use one of {self.GPU_MODES}")
         ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-        ap.add_argument("--out", required=True, help="directory for the JSON records (and raw logs)")
-        ap.add_argument("--dry-run", action="store_true", help="CPU backend, tiny sizes, checks only, no timing")
-        ap.add_argument("--reps", type=int, default=reps, help=f"timed repetitions per variant (default {reps})")
+        ap.add_argument("--out", required=out_required, help="directory for the JSON records (and raw logs)")
+        if gpu != "none":
+            ap.add_argument("--dry-run", action="store_true",
+                            help="CPU backend, tiny sizes, checks only, no timing" if gpu == "here" else
+                            "the CPU engine's side only: no GPU, no profiler or sanitizer")
+        if reps is not None:
+            ap.add_argument("--reps", type=int, default=reps, help=f"timed repetitions per variant (default {reps})")
         if arguments is not None:
             arguments(ap)
         self.args = ap.parse_args(argv)
         self.name = name
-        self.dry_run = bool(self.args.dry_run)
-        self.gpu = _backend() == "gpu"
+        self.mode = gpu
+        self.dry_run = bool(getattr(self.args, "dry_run", False))
+        self.gpu = gpu == "here" and _backend() == "gpu"
         self.t0 = time.time()
         if child is not None and child(self.args):
             sys.exit(0)  # a child process (under ncu or compute-sanitizer) did its launches
-        if self.dry_run and self.gpu:
-            raise SystemExit(f"{name}: --dry-run runs on the CPU engine, but this process chose the GPU backend: "
-                             "set COURSE_BACKEND=cpu before course is imported (the script's first lines do).")
-        if not self.gpu and not self.dry_run:
-            raise SystemExit(f"{name}: no GPU here (backend '{_backend()}'). Run it on a CUDA GPU, "
-                             "or add --dry-run to check its kernels on the CPU engine (nothing is timed).")
-        self.out = pathlib.Path(self.args.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.prov = provenance()
+        if gpu == "here":
+            if self.dry_run and self.gpu:
+                raise SystemExit(f"{name}: --dry-run runs on the CPU engine, but this process chose the GPU backend: "
+                                 "set COURSE_BACKEND=cpu before course is imported (the script's first lines do).")
+            if not self.gpu and not self.dry_run:
+                raise SystemExit(f"{name}: no GPU here (backend '{_backend()}'). Run it on a CUDA GPU, "
+                                 "or add --dry-run to check its kernels on the CPU engine (nothing is timed).")
+        self.out = pathlib.Path(self.args.out) if self.args.out else None
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+        # the children's provenance is theirs (they ran on the GPU); here only the run id is shared
+        self.prov = provenance() if gpu == "here" else {"run": run_id()}
         self.benches: dict = {}
         self.failed: dict = {}
         self._failed_recorded: set = set()
 
+    def require_tool(self, command: str, what: str) -> str:
+        """The full path of ``command`` (e.g. ``ncu``); without it the script stops saying what it needs and
+        that ``--dry-run`` does without."""
+        found = shutil.which(command)
+        if found is None:
+            raise SystemExit(f"{self.name}: `{command}` ({what}) not found. Run on a machine with the CUDA toolkit's "
+                             f"tools on PATH, or add --dry-run for the CPU engine's side only.")
+        return found
+
     @property
     def reps(self) -> int:
-        return self.args.reps
+        return getattr(self.args, "reps", 1)
 
     def elapsed(self) -> float:
         """Seconds since the script started."""
