@@ -6,7 +6,8 @@
 Cases: ``NCU_CASES`` of ``course.validation.tracer_suite`` and of every ``course.kernels`` module that
 has one (``--modules`` narrows the list).  Each case is one kernel launch.
 
-How (three processes, started by this one, which imports no numba itself):
+How (three processes: this one, which runs no kernel itself, starts the other two; it runs under
+``course.bench.Script`` with ``gpu="children"``):
 
 1. the **tracer** side: a child on the CPU engine (``COURSE_BACKEND=cpu``) traces each case with
    ``course.trace.trace`` and writes its eight totals, its divergence estimate and the hand-derived
@@ -28,14 +29,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as _dt
 import importlib
 import io
 import json
 import os
 import pathlib
 import pkgutil
-import shutil
 import subprocess
 import sys
 import time
@@ -43,6 +42,8 @@ import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from course.bench import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
 
 TOTAL_KEYS = [
     "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
@@ -72,15 +73,24 @@ SHORT = {  # table column titles
 TIME_BUDGET_S = 300  # a hard stop only: the run itself should take 1-2 min (126 cases); --modules splits it
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="directory for tracer_validation.json / .md and ncu.csv")
-    ap.add_argument("--dry-run", action="store_true", help="the tracer side only (CPU engine), no GPU, no ncu")
+def arguments(ap):
+    """This script's own arguments (the harness adds ``--out`` and ``--dry-run``)."""
     ap.add_argument("--modules", default="", help="comma-separated course.kernels modules (default: every one with NCU_CASES)")
     ap.add_argument("--ncu", default=os.environ.get("NCU", "ncu"), help="the Nsight Compute command")
     ap.add_argument("--role", choices=("main", "tracer", "gpu"), default="main", help=argparse.SUPPRESS)
     ap.add_argument("--gpu-backend", default="gpu", help=argparse.SUPPRESS)  # tests run the glue on the CPU
-    return ap.parse_args(argv)
+
+
+def child(args) -> bool:
+    """The two sides run as children of the main process: ``--role tracer`` (CPU engine) and ``--role gpu``
+    (under ncu).  True when this process was one of them and has written its side."""
+    if args.role == "tracer":
+        tracer_side(args)
+        return True
+    if args.role == "gpu":
+        gpu_side(args)
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,8 +134,7 @@ def kernel_name(kernel) -> str:
 
 
 def tracer_side(args) -> None:
-    import course  # noqa: F401  (COURSE_BACKEND=cpu was set by the parent)
-    from course.trace import trace
+    from course.trace import trace  # (COURSE_BACKEND=cpu was set by the parent)
 
     cases, errors = load_cases(case_modules(args.modules))
     out = []
@@ -159,7 +168,6 @@ def tracer_side(args) -> None:
 def gpu_side(args) -> None:
     import numpy as np
 
-    import course  # noqa: F401
     from course import bench
     from numba import cuda, typeof
 
@@ -286,7 +294,7 @@ def run_children(args, out: pathlib.Path) -> tuple:
     return tracer.returncode, (gpu_log.returncode if gpu_log else None)
 
 
-def build_report(out: pathlib.Path, dry_run: bool) -> dict:
+def build_report(out: pathlib.Path, dry_run: bool, ncu: str = "ncu", run: str | None = None) -> dict:
     tside = json.loads((out / "tracer_side.json").read_text())
     gside = None if dry_run else json.loads((out / "gpu_side.json").read_text()) if (out / "gpu_side.json").exists() else None
     profiled = parse_ncu_csv((out / "ncu.csv").read_text()) if (out / "ncu.csv").exists() else []
@@ -328,12 +336,12 @@ def build_report(out: pathlib.Path, dry_run: bool) -> dict:
             rec["expect_equal"] = all(tr[k] == v for k, v in rec["expect"].items())
         records.append(rec)
     prov = (gside or {}).get("provenance") or {
-        "device": "none (dry run: tracer side only)", "driver": "none",
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": "none (dry run: tracer side only)", "driver": "none", "run": run,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
     }
     if not dry_run:
         try:
-            prov["ncu"] = subprocess.run(["ncu", "--version"], capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[-1]
+            prov["ncu"] = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[-1]
         except Exception:
             prov["ncu"] = None
     compared = [r for r in records if r["all_equal"] is not None]
@@ -406,32 +414,21 @@ def markdown(report) -> str:
 
 
 def main(argv=None) -> int:
-    args = parse(argv)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.role == "tracer":
-        tracer_side(args)
-        return 0
-    if args.role == "gpu":
-        gpu_side(args)
-        return 0
-    t0 = time.perf_counter()
-    if not args.dry_run and shutil.which(args.ncu) is None:
-        print(f"`{args.ncu}` not found: run on a machine with Nsight Compute, or pass --dry-run", file=sys.stderr)
-        return 2
+    H = Script(__doc__, "tracer_validation", gpu="children", reps=None, arguments=arguments, child=child, argv=argv)
+    args, out = H.args, H.out
+    if not H.dry_run:
+        H.require_tool(args.ncu, "Nsight Compute")
     for stale in ("tracer_side.json", "gpu_side.json", "ncu.csv"):
         (out / stale).unlink(missing_ok=True)
     trc, gpu = run_children(args, out)
     if trc != 0 or not (out / "tracer_side.json").exists():
         print("the tracer side failed; see its output above", file=sys.stderr)
         return 1
-    report = build_report(out, args.dry_run)
-    text = (out / "tracer_validation.md").read_text()
-    print(text)
+    report = build_report(out, H.dry_run, ncu=args.ncu, run=H.prov["run"])
+    print((out / "tracer_validation.md").read_text())
     s = report["summary"]
-    print(f"{s['cases']} cases, {s['compared']} compared with ncu, {s['all_equal']} equal; "
-          f"{len(s['tracer_vs_hand_mismatch'])} differ from hand counts; {time.perf_counter() - t0:.0f} s; "
-          f"written to {out / 'tracer_validation.json'}")
+    H.log(f"{s['cases']} cases, {s['compared']} compared with ncu, {s['all_equal']} equal; "
+          f"{len(s['tracer_vs_hand_mismatch'])} differ from hand counts; written to {out / 'tracer_validation.json'}")
     if gpu not in (None, 0):
         print(f"the ncu run exited with {gpu}; see {out / 'gpu_side.log'}", file=sys.stderr)
         return 1
