@@ -8,7 +8,8 @@ Cases: ``RACE_CASES`` of :mod:`course.validation.race_suite` (racy and race-free
 CUDA's memory model defines worked out by hand) and ``WORKLOADS`` of :mod:`course.validation.peer_styles`
 (kernels written in other people's styles: closures, factories, aliases ...).
 
-On the GPU, this process (which imports no numba) starts:
+It runs under :class:`course.bench.Script` (``gpu="children"``): on the GPU, this process runs no kernel itself
+(it checks that compute-sanitizer is there before anything starts) and starts:
 
 1. one ``compute-sanitizer --tool racecheck`` process per race case, 8 at a time (racecheck stops printing
    after its print limit, so one process that launches many kernels would show only the first kernel's
@@ -20,7 +21,8 @@ On the GPU, this process (which imports no numba) starts:
 2. at the same time, one plain process (``--role peers``) that runs every peer-style workload on the GPU
    and compares it with NumPy, and records the provenance (device, driver, numba-cuda, date, run id).
 
-It writes ``DIR/race_validation.json`` (the table), ``DIR/race_validation.md`` and ``DIR/racecheck_logs.tgz``.
+It writes ``DIR/race_validation.json`` (the table), ``DIR/race_validation.md`` and ``DIR/racecheck_logs.tgz``
+(the harness's ``write_text``: machine paths in the logs and the table become file names).
 ``--dry-run`` runs the tracer (:func:`course.validation.race_suite.tracer_verdict`) and the peer styles on
 the CPU engine instead.  ``--import`` reads a GPU run, runs the tracer on every case here, and writes
 ``data/race_validation.json``; ``tests/test_race_validation.py`` re-runs the tracer against that table.
@@ -45,6 +47,10 @@ import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+if "--dry-run" in sys.argv:
+    os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend (this process launches no kernel)
+
+from course.bench import Script, scrub  # noqa: E402
 
 TIME_BUDGET_S = 170      # the whole GPU run; cases not started by then are recorded as not run
 CASE_TIMEOUT_S = 100     # one racecheck process
@@ -76,10 +82,8 @@ LOG_HEAD, LOG_TAIL = 300, 60  # lines of each racecheck log kept (the counts are
 AND_RE = re.compile(r"and\s+(\w+)\s+access at\s+(\S+)(?:\s+in\s+(\S+?):(\d+))?(?:.*?\[(\d+)\s+hazards?\])?")
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", help="directory for race_validation.json, .md and racecheck_logs.tgz")
-    ap.add_argument("--dry-run", action="store_true", help="the CPU engine's side only: no GPU, no sanitizer")
+def arguments(ap) -> None:
+    """This script's own arguments (the harness gives ``--out``, here optional, and ``--dry-run``)."""
     ap.add_argument("--import", dest="import_from", metavar="PATH",
                     help="a GPU run's output directory or .tgz: write data/race_validation.json from it")
     ap.add_argument("--data", default=str(DATA), help="where --import writes (default data/race_validation.json)")
@@ -89,10 +93,6 @@ def parse(argv=None):
     ap.add_argument("--role", choices=("main", "case", "peers", "tracer"), default="main", help=argparse.SUPPRESS)
     ap.add_argument("--case", default="", help=argparse.SUPPRESS)
     ap.add_argument("--gpu-backend", default="gpu", help=argparse.SUPPRESS)  # tests run the glue on the CPU
-    args = ap.parse_args(argv)
-    if not args.import_from and not args.out:
-        ap.error("give --out DIR (a run) or --import PATH (record a run in data/)")
-    return args
 
 
 # --------------------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ def find_sanitizer(given: str) -> str:
 
 
 def case_names(args) -> list:
-    """Case names, read in a child on the CPU backend (this process imports no numba)."""
+    """Case names, read in a child on the CPU backend (this process's backend may be the GPU's)."""
     code = ("import json,course;from course.validation.race_suite import RACE_CASES as R;"
             "print(json.dumps([c.name for c in R]))")
     res = subprocess.run([sys.executable, "-c", code], env=_env("cpu"), cwd=ROOT, capture_output=True, text=True,
@@ -302,8 +302,9 @@ def case_names(args) -> list:
     return [n for n in names if not sel or n in sel]
 
 
-def run_gpu(args, out: pathlib.Path, names: list) -> dict:
-    sanitizer = find_sanitizer(args.sanitizer)
+def run_gpu(H: Script, names: list, sanitizer: str) -> dict:
+    """Every case under racecheck (``PARALLEL`` at a time) and the peer styles beside them, on the GPU."""
+    args, out = H.args, H.out
     me = str(pathlib.Path(__file__).resolve())
     logs = out / "racecheck"
     logs.mkdir(parents=True, exist_ok=True)
@@ -326,7 +327,7 @@ def run_gpu(args, out: pathlib.Path, names: list) -> dict:
         if len(all_lines) > LOG_HEAD + LOG_TAIL:  # keep the logs small; the counts below read the whole text
             all_lines = all_lines[:LOG_HEAD] + [f"... {len(all_lines) - LOG_HEAD - LOG_TAIL} lines left out ..."] + \
                 all_lines[-LOG_TAIL:]
-        (logs / f"{name}.log").write_text("\n".join(all_lines) + "\n")
+        H.write_text(f"racecheck/{name}.log", "\n".join(all_lines) + "\n")
         rec = parse_racecheck(text)
         rec["exit_code"] = rc
         rec["seconds"] = round(time.monotonic() - t0, 1)
@@ -336,12 +337,14 @@ def run_gpu(args, out: pathlib.Path, names: list) -> dict:
     with futures.ThreadPoolExecutor(PARALLEL) as pool:
         for name, rec in pool.map(one, names):
             results[name] = rec
-            print(f"{name:34s} {rec.get('errors', '-')!s:>4} errors {rec.get('warnings', '-')!s:>4} warnings "
-                  f"({rec.get('seconds', '-')} s)", flush=True)
+            H.log(f"{name:34s} {rec.get('errors', '-')!s:>4} errors {rec.get('warnings', '-')!s:>4} warnings "
+                  f"({rec.get('seconds', '-')} s)")
     try:
         peers.wait(timeout=max(10, TIME_BUDGET_S - (time.monotonic() - t_start)))
     except subprocess.TimeoutExpired:
         peers.kill()
+        peers.wait()
+    H.write_text("peers.log", (out / "peers.log").read_text(errors="replace"))
     sanitizer_version = ""
     try:
         v = subprocess.run([sanitizer, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
@@ -355,8 +358,9 @@ def run_gpu(args, out: pathlib.Path, names: list) -> dict:
     return {"racecheck": results, "sanitizer": sanitizer_version, "wall_s": round(time.monotonic() - t_start, 1)}
 
 
-def build_table(out: pathlib.Path, names: list, gpu: dict | None, tracer: dict | None) -> dict:
+def build_table(H: Script, names: list, gpu: dict | None, tracer: dict | None) -> dict:
     """The validation table: per case the hand-derived model, racecheck's verdict and the tracer's."""
+    out = H.out
     model = json.loads(subprocess.run(
         [sys.executable, "-c",
          "import json,course;from course.validation.race_suite import RACE_CASES as R;"
@@ -385,8 +389,8 @@ def build_table(out: pathlib.Path, names: list, gpu: dict | None, tracer: dict |
         cases.append(rec)
     table = {"provenance": prov, "cases": cases, "peer_styles": peers.get("workloads")}
     table["summary"] = summarise(table)
-    (out / "race_validation.json").write_text(json.dumps(table, indent=1))
-    (out / "race_validation.md").write_text(markdown(table))
+    H.write_text("race_validation.json", json.dumps(table, indent=1))
+    H.write_text("race_validation.md", markdown(table))
     return table
 
 
@@ -497,44 +501,57 @@ def import_run(args) -> None:
                 c["racecheck"][k] = keep
     table["summary"] = summarise(table)
     table["imported"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    pathlib.Path(args.data).write_text(json.dumps(table, indent=1) + "\n")
+    pathlib.Path(args.data).write_text(scrub(json.dumps(table, indent=1)) + "\n")
     print(markdown(table))
     print(f"wrote {args.data}")
 
 
+ROLES = {"case": role_case, "peers": role_peers, "tracer": role_tracer}
+
+
 def main(argv=None) -> int:
-    args = parse(argv)
-    args.case_list = args.cases
-    if args.role == "case":
-        role_case(args)
-        return 0
-    if args.role == "peers":
-        role_peers(args)
-        return 0
-    if args.role == "tracer":
-        role_tracer(args)
-        return 0
+    parser = []
+
+    def own_arguments(ap):
+        arguments(ap)
+        parser.append(ap)
+
+    def child(args) -> bool:
+        """``--role case|peers|tracer``: a process this script started; it does its part and the harness exits 0."""
+        args.case_list = args.cases
+        if args.role in ROLES:
+            ROLES[args.role](args)
+            return True
+        if not args.import_from and not args.out:
+            parser[0].error("give --out DIR (a run) or --import PATH (record a run in data/)")
+        return False
+
+    H = Script(__doc__, "validate_races", reps=None, arguments=own_arguments, argv=argv, child=child,
+               gpu="children", out_required=False)
+    args = H.args
     if args.import_from:
         import_run(args)
         return 0
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = H.out
+    sanitizer = None if H.dry_run else find_sanitizer(args.sanitizer)  # before anything starts
     names = case_names(args)
     me = str(pathlib.Path(__file__).resolve())
-    if args.dry_run:
+    if H.dry_run:
         sel = ["--cases", args.cases] if args.cases else []
         subprocess.run([sys.executable, me, "--role", "tracer", "--out", str(out)] + sel, env=_env("cpu"), cwd=ROOT,
                        check=True, timeout=600)
         subprocess.run([sys.executable, me, "--role", "peers", "--out", str(out)], env=_env("cpu"), cwd=ROOT,
                        check=True, timeout=600)
         tracer = json.loads((out / "tracer_side.json").read_text())
-        table = build_table(out, names, None, tracer)
+        table = build_table(H, names, None, tracer)
     else:
-        gpu = run_gpu(args, out, names)
-        table = build_table(out, names, gpu, None)
+        gpu = run_gpu(H, names, sanitizer)
+        table = build_table(H, names, gpu, None)
     print((out / "race_validation.md").read_text())
     s = table["summary"]
     print(json.dumps(s, indent=1))
+    H.log(f"{len(names)} cases: race_validation.json, race_validation.md{'' if H.dry_run else ', racecheck_logs.tgz'} "
+          f"in {out.name}/")
     return 0
 
 
