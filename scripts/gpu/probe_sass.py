@@ -9,6 +9,7 @@ bytes, no addresses of the machine) and ``DIR/probe_sass.json`` with, per kernel
 bytes, stack frame, instruction counts by opcode, and for the kernels whose loop is the point, the
 instructions of the innermost loop (the body between a backward ``BRA`` and its target).
 
+A kernel that does not compile is an ``error`` entry in probe_sass.json and the exit status is 1.
 Nothing here is a measurement of time: this is the evidence of what each timed loop executes.
 """
 
@@ -26,10 +27,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ["COURSE_BACKEND"] = "cpu"  # this process compiles nothing itself; the child runs in hardware mode
 
-import argparse  # noqa: E402
-
 from course import compiler  # noqa: E402
-from course.bench import sass_instructions, scrub  # noqa: E402
+from course.bench import Script, sass_instructions, scrub  # noqa: E402
 
 # (name, module, attribute or factory expression, numba signature, maxrregcount or None)
 JOBS = [
@@ -144,16 +143,17 @@ def ffma_chain_check(body: list) -> dict:
     return {"ffma": len(ffma), "each_reads_previous": dep, "pairs": max(len(ffma) - 1, 0)}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--only", default="", help="comma-separated kernel names")
-    args = ap.parse_args()
+def arguments(ap):
+    ap.add_argument("--only", default="", help="comma-separated kernel names (probe_sass.json keeps the others)")
+
+
+def main(argv=None):
+    H = Script(__doc__, "probe_sass", gpu="none", reps=None, arguments=arguments, argv=argv)
+    args, out = H.args, H.out
     tools = compiler.toolchain()
     if tools is None:
         sys.exit("probe_sass: ptxas and nvdisasm not found (make toolkit installs them from pip wheels).")
-    out = pathlib.Path(args.out)
-    (out / "sass").mkdir(parents=True, exist_ok=True)
+    (out / "sass").mkdir(exist_ok=True)
     jobs = [j for j in JOBS if not args.only or j[0] in args.only.split(",")]
     r = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), json.dumps(jobs)], capture_output=True, text=True,
                        timeout=900)
@@ -167,7 +167,7 @@ def main():
         got = ptxs[name]
         if "error" in got:
             summary[name] = {"error": got["error"]}
-            print(f"{name}: {got['error']}")
+            H.log(f"{name}: {got['error']}")
             continue
         with tempfile.TemporaryDirectory() as d:
             p = pathlib.Path(d)
@@ -178,6 +178,7 @@ def main():
             pr = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if pr.returncode:
                 summary[name] = {"error": scrub(pr.stderr[-500:])}
+                H.log(f"{name}: ptxas failed: {summary[name]['error']}")
                 continue
             dis = subprocess.run([tools["nvdisasm"], "-c", str(p / "k.cubin")], capture_output=True, text=True,
                                  timeout=600).stdout
@@ -195,21 +196,26 @@ def main():
         if name.startswith("ffma_chain") and "innermost_loop" in res:
             res["chain"] = ffma_chain_check(res["innermost_loop"]["body"])
         shown = ins[:MAX_LINES]
-        (out / "sass" / f"{name}.sass").write_text(
+        H.write_text(
+            f"sass/{name}.sass",
             f"// {module}.{expr} {sig}, ptxas {tools['version']} -arch=sm_90 -O3"
             + (f" -maxrregcount={cap}" if cap else "") + "\n"
             + "\n".join(f"/*{a:04x}*/ {t}" for a, t in shown) + "\n"
             + (f"// … {len(ins) - MAX_LINES} more instructions (counts in probe_sass.json)\n" if len(ins) > MAX_LINES else ""))
         summary[name] = res
         lp = res.get("innermost_loop", {})
-        print(f"{name:22s} regs {res['registers']!s:>4} spill {res['spill_stores_bytes']:>5}B frame "
+        H.log(f"{name:22s} regs {res['registers']!s:>4} spill {res['spill_stores_bytes']:>5}B frame "
               f"{res['stack_frame_bytes']:>5}B  {res['instructions']:5d} instr; inner loop {lp.get('instructions')} "
               f"{ {k: v for k, v in lp.get('opcodes', {}).items() if k.split('.')[0] in ('FFMA', 'LDG', 'LDS', 'LDL', 'STL', 'BRA', 'ISETP', 'FSEL', 'RED', 'ATOM', 'ATOMG')} }"
               + (f" chain {res['chain']}" if "chain" in res else ""))
     for v in summary.values():
         if isinstance(v, dict):
             v.pop("body", None)
-    (out / "probe_sass.json").write_text(json.dumps(summary, indent=1) + "\n")
+    H.write_text("probe_sass.json", json.dumps(summary, indent=1) + "\n")
+    failed = [j[0] for j in jobs if "error" in summary[j[0]]]
+    H.log(f"{len(jobs) - len(failed)} of {len(jobs)} kernels -> {out.name}/probe_sass.json, sass/"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
