@@ -310,8 +310,8 @@ def test_no_script_repeats_the_preamble_or_reaches_into_bench_privates():
     for path in SCRIPTS:
         text = path.read_text()
         assert "bench._" not in text and "._prov" not in text, f"{path.name} uses a private name of course.bench"
-        assert "argparse.ArgumentParser(" not in text or path.name in ("validate_tracer.py", "validate_races.py",
-                                                                        "probe_sass.py", "multi_gpu.py"), path.name
+        assert "argparse.ArgumentParser(" not in text, f"{path.name} parses its own arguments: use course.bench.Script"
+        assert "Script(" in text, f"{path.name} does not run under course.bench.Script"
 
 
 def test_sass_instructions_keep_instructions_only_and_resolve_labels():

@@ -489,16 +489,16 @@ def import_run(args) -> None:
             for side in (q.get("first"), q.get("second")):
                 if side and side.get("line") and side.get("file") in SUITE_FILES:
                     side["source"] = linecache.getline(str(SUITE_FILES[side["file"]]), side["line"]).strip()
-        for k in ("pairs",):  # keep the table small: one example pair per distinct line pair
-            pairs = (c.get("racecheck") or {}).get(k) or []
-            seen, keep = set(), []
-            for q in pairs:
-                key = (q.get("severity"), (q.get("first") or {}).get("line"), (q.get("second") or {}).get("line"))
-                if key not in seen:
-                    seen.add(key)
-                    keep.append(q)
-            if c.get("racecheck"):
-                c["racecheck"][k] = keep
+        # keep the table small: one example pair per distinct line pair
+        pairs = (c.get("racecheck") or {}).get("pairs") or []
+        seen, keep = set(), []
+        for q in pairs:
+            key = (q.get("severity"), (q.get("first") or {}).get("line"), (q.get("second") or {}).get("line"))
+            if key not in seen:
+                seen.add(key)
+                keep.append(q)
+        if c.get("racecheck"):
+            c["racecheck"]["pairs"] = keep
     table["summary"] = summarise(table)
     table["imported"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     pathlib.Path(args.data).write_text(scrub(json.dumps(table, indent=1)) + "\n")
