@@ -27,6 +27,7 @@ SHARED_PER_SM = 228 * 1024
 MAX_STATIC_SHARED_PER_BLOCK = 48 * 1024  # without opting in
 MAX_SHARED_PER_BLOCK_OPTIN = 227 * 1024
 SHARED_RESERVED_PER_BLOCK = 1024  # the driver's own use, per block (cc >= 8.0)
+MAX_LOCAL_PER_THREAD = 512 * 1024  # ptxas refuses more: "uses too much local data"
 
 # the memory system's units
 SHARED_BANKS = 32

@@ -642,3 +642,38 @@ def test_a_timed_out_launch_leaves_the_interpreter_healthy_for_tracing():
     finally:
         sys.settrace(old)
     assert (out == 2).all()
+
+
+# --------------------------------------------------------------- arrays beyond the H200's limits: refused, never allocated
+
+@cuda.jit
+def huge_local(out):
+    x = cuda.local.array(2 ** 34, np.float32)  # 64 GiB per thread: the CPU must not try (32 threads, one each)
+    x[0] = 1
+    out[0] = x[0]
+
+
+@cuda.jit
+def huge_shared(out):
+    x = cuda.shared.array((2 ** 20, 2 ** 20), np.float32)
+    x[0, 0] = 1
+    out[0] = x[0, 0]
+
+
+@cuda.jit
+def dynamic_shared_one(out):
+    x = cuda.shared.array(0, np.float32)
+    x[0] = 1
+    out[0] = x[0]
+
+
+@pytest.mark.parametrize("kernel, dynshared, message", [
+    (huge_local, 0, "512 KiB"),                      # cc 9.0: 512 KiB of local memory per thread
+    (huge_shared, 0, "static shared memory"),        # 48 KiB of static shared memory per block
+    (dynamic_shared_one, 2 ** 40, "dynamic shared memory"),  # 227 KiB per block at most, opted in
+])
+def test_an_array_beyond_the_h200s_limits_is_refused_before_it_is_allocated(kernel, dynshared, message):
+    from course.engine import launch
+
+    with pytest.raises(Exception, match=message):  # within seconds, under the memory of a laptop
+        launch(kernel, 1, 32, [np.zeros(1, np.float32)], dynshared=dynshared)

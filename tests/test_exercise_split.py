@@ -11,8 +11,6 @@ import course
 from course import exercises, multigpu
 from course.exercises.catalogue import ch11
 
-pytestmark = pytest.mark.skipif(course.on_gpu(), reason="the wrong splits are judged on simulated devices")
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -43,10 +41,33 @@ def test_the_solution_scores_full_marks():
     assert v.status == "pass" and v.score == v.max_score == 4, v.message
 
 
+@pytest.mark.skipif(course.on_gpu(), reason="simulate() exists on the CPU backend only")
 def test_the_judge_leaves_the_notebooks_devices_as_they_were():
     multigpu.simulate(2)
     exercises.judge(exercises.get("11.split_sum"), _compile(SOLUTION), seed=2)
     assert multigpu.device_count() == 2
+
+
+def test_judging_touches_no_device_of_numba(monkeypatch):
+    # the grader judges in a forked process, where a CUDA driver the parent initialised cannot be used: the
+    # judge's devices are its own (as many as the weights), whatever numba's cuda offers on this machine
+    from numba import cuda
+
+    def no_device(*args, **kwargs):
+        raise AssertionError("the judge used numba's devices")
+
+    for name in ("to_device", "device_array", "synchronize", "select_device"):
+        monkeypatch.setattr(cuda, name, no_device)
+    monkeypatch.setattr(multigpu, "device_count", no_device)
+    v = exercises.judge(exercises.get("11.split_sum"), _compile(SOLUTION), seed=8)
+    assert v.status == "pass" and v.score == v.max_score == 4, v.message
+
+
+def test_a_partial_no_block_wrote_is_not_zero():
+    # one block too few: on a GPU the last partial is whatever the memory held; the judge's is NaN
+    fn = _variant("kernel[blocks, 256](share, out)", "kernel[max(blocks - 1, 1), 256](share, out)")
+    v = exercises.judge(exercises.get("11.split_sum"), fn, seed=9)
+    assert v.status == "fail" and "nan" in v.message.lower(), v.message
 
 
 def test_even_shares_ignore_the_weights():

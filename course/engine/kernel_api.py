@@ -126,6 +126,14 @@ def current_thread() -> ThreadState:
     return mod._ts
 
 
+def _nbytes(shape, dtype) -> int:
+    """Bytes of an array of ``shape`` and ``dtype``, found before anything is allocated (Python ints: no overflow)."""
+    n = dtype.itemsize
+    for d in shape if isinstance(shape, tuple) else (shape,):
+        n *= int(d)
+    return n
+
+
 class _Shared:
     """``cuda.shared``: one array per call site per block, uninitialised (NaN / 0xA5 bytes) as on a GPU."""
 
@@ -156,13 +164,14 @@ class _Shared:
         key = (frame.f_code, _instr_offset(frame.f_code, frame.f_lasti))
         arr = self.allocs.get(key)
         if arr is None:
-            data = np.empty(shape, dtype=dtype)
-            poison(data)
-            if data.nbytes > _dev.MAX_STATIC_SHARED_PER_BLOCK:
+            nbytes = _nbytes(shape, dtype)
+            if nbytes > _dev.MAX_STATIC_SHARED_PER_BLOCK:  # checked before allocating: the CPU has no such limit
                 raise UserError(
-                    f"cuda.shared.array of {data.nbytes} bytes exceeds the {_dev.MAX_STATIC_SHARED_PER_BLOCK} "
+                    f"cuda.shared.array of {nbytes} bytes exceeds the {_dev.MAX_STATIC_SHARED_PER_BLOCK} "
                     "bytes of static shared memory a block may have; use a smaller tile"
                 )
+            data = np.empty(shape, dtype=dtype)
+            poison(data)
             name = _assigned_name(frame) or f"shared@line{frame.f_lineno}"
             arr = mod._wrap(data, "shared", name, self._alloc(data.nbytes), root=data)
             self.allocs[key] = arr
@@ -184,7 +193,15 @@ class _Local:
         self._mod = mod
 
     def array(self, shape, dtype, alignment=None):
-        data = np.empty(shape, dtype=as_dtype(dtype))
+        dtype = as_dtype(dtype)
+        nbytes = _nbytes(shape, dtype)
+        if nbytes > _dev.MAX_LOCAL_PER_THREAD:  # checked before allocating: every thread gets its own copy here
+            raise UserError(
+                f"cuda.local.array of {nbytes} bytes per thread exceeds the {_dev.MAX_LOCAL_PER_THREAD} bytes "
+                "(512 KiB) of local memory a thread may have on an H200 (the GPU's compiler refuses the kernel: "
+                "'uses too much local data'); keep per-thread arrays small, or use shared or global memory"
+            )
+        data = np.empty(shape, dtype=dtype)
         poison(data)
         hooks = self._mod._launch.hooks
         if hooks is None or not getattr(hooks, "traces_local", False):

@@ -1,8 +1,11 @@
 """Chapter 11: a reduction split over every device in proportion to given weights — host code, judged on the
 result and on each device doing its share.
 
-The learner's plain Python runs with a ``cuda`` that forwards to numba (real GPUs, or the CPU engine's simulated
-devices) and records, per device, the elements copied in, the kernels launched and where their arrays live.
+The learner's plain Python runs with a ``cuda`` of the judge's: as many simulated devices as there are weights,
+arrays that are NumPy copies tagged with the device they were made on, and launches on the CPU engine — on every
+machine, so that the grade does not depend on how many GPUs the grading machine has (a one-GPU grader would
+otherwise never see a split), and no device is touched in the grader's forked judging process.  Per device it
+records the elements copied in, the kernels launched and where their arrays live, and the bytes copied back.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ import types
 
 import numpy as np
 
-import course
-from course.exercises.contract import Exercise, Input, Property, Result, Verdict
+from course.exercises.contract import LAUNCH_TIME_LIMIT, Exercise, Input, Property, Result, Verdict
 from course.exercises.host import HOST_BUILTINS, HOST_NODES, HostRules, compile_host, lint_host
 from course.exercises.registry import register
 
@@ -32,7 +34,7 @@ def shares(n: int, weights) -> list:
     return list(zip(bounds, bounds[1:]))
 
 
-# --- what the learner's code sees as `cuda`: numba's, with every copy and launch written down ----------------------
+# --- what the learner's code sees as `cuda`: simulated devices, with every copy and launch written down ------------
 
 
 class _Device:
@@ -41,62 +43,66 @@ class _Device:
 
     def __enter__(self):
         self._rec.stack.append(self._d)
-        self._rec.real.gpus[self._d].__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._rec.real.gpus[self._d].__exit__(*exc)
         self._rec.stack.pop()
 
 
 class _Kernel:
-    """The kernel the learner is given: each launch is written down with its device and its arrays' devices."""
+    """The kernel the learner is given: each launch is written down with its device and its arrays' devices,
+    then runs on the CPU engine."""
 
     def __init__(self, rec, real):
         self._rec, self._real = rec, real
 
     def __getitem__(self, config):
-        def launch(*args):
-            from course import multigpu
+        if not isinstance(config, tuple) or len(config) < 2:
+            raise TypeError("launch the kernel as kernel[blocks, threads](share, partials)")
 
-            real = [a._real if isinstance(a, _Out) else a for a in args]
-            where = [multigpu.device_of(a) for a in real if hasattr(a, "copy_to_host")]
+        def launch(*args):
+            from course.engine import launch as engine_launch
+
+            where = [a._dev for a in args if isinstance(a, _Out)]
             self._rec.launches.append((self._rec.current(), where))
-            self._real[config](*real)
+            arrays = [a._real if isinstance(a, _Out) else a for a in args]
+            engine_launch(self._real, config[0], config[1], arrays, time_limit=self._rec.time_limit)
 
         return launch
 
 
 class SplitCuda:
-    """The calls a split reduction needs (``gpus``, ``to_device``, ``device_array``, ``synchronize``), recorded."""
+    """The calls a split reduction needs (``gpus``, ``to_device``, ``device_array``, ``synchronize``) on
+    ``devices`` simulated devices, recorded."""
 
-    def __init__(self):
-        from numba import cuda
-
-        self.real = cuda
+    def __init__(self, devices: int, time_limit: float | None = None):
         self.stack: list = []
         self.copied_in = collections.Counter()   # device -> elements
         self.copied_out = collections.Counter()  # device -> bytes
         self.launches: list = []                 # (device, [device of each array argument])
-        self.gpus = [_Device(self, d) for d in range(len(cuda.gpus))]
+        self.gpus = [_Device(self, d) for d in range(devices)]
+        self.time_limit = LAUNCH_TIME_LIMIT if time_limit is None else time_limit
 
     def current(self) -> int:
         return self.stack[-1] if self.stack else 0
 
     def to_device(self, ary, stream=0):
-        ary = np.asarray(ary)
+        ary = np.array(ary, copy=True)
         self.copied_in[self.current()] += ary.size
-        return _Out(self, self.real.to_device(ary), self.current())
+        return _Out(self, ary, self.current())
 
     def device_array(self, shape, dtype=np.float32):
-        return _Out(self, self.real.device_array(shape, dtype), self.current())
+        dtype = np.dtype(dtype)
+        # device memory starts uninitialised: NaN (or a junk integer) makes a partial nobody wrote visible
+        fill = np.nan if dtype.kind in "fc" else -12345
+        return _Out(self, np.full(shape, fill, dtype), self.current())
 
     def synchronize(self):
-        self.real.synchronize()
+        pass  # the engine's launches have finished when they return
 
 
 class _Out:
-    """A device array whose copies back to the host are counted (a thin wrapper: kernels get the real one)."""
+    """A device array of one simulated device, whose copies back to the host are counted."""
 
     def __init__(self, rec, real, dev):
         self._rec, self._real, self._dev = rec, real, dev
@@ -106,7 +112,10 @@ class _Out:
 
     def copy_to_host(self, ary=None):
         self._rec.copied_out[self._dev] += self._real.nbytes
-        return self._real.copy_to_host() if ary is None else self._real.copy_to_host(ary)
+        if ary is None:
+            return self._real.copy()
+        ary[...] = self._real
+        return ary
 
 
 # --- lint and compile: the host-code rules of course.exercises.host, with what a split needs ------------------------
@@ -139,18 +148,7 @@ def _input(rng, n, weights, why):
                  {0: float(x.astype(np.float64).sum())}, ("x", "weights"))
 
 
-def _devices() -> int:
-    from course import multigpu
-
-    return multigpu.device_count() if course.on_gpu() else 0  # 0: as many as the weights ask for (simulated)
-
-
 def _inputs(rng):
-    n_dev = _devices()
-    if n_dev:  # real GPUs: one weight per device
-        w = [int(v) for v in rng.integers(1, 4, n_dev)]
-        return [_input(rng, 1, w, "one element"), _input(rng, 4099, w, "prime"),
-                _input(rng, int(rng.integers(20_000, 60_000)), w, "random")]
     return [
         _input(rng, 1, [1, 1], "one element, two devices"),
         _input(rng, 5, [1, 1, 1], "fewer elements than a block, three devices"),
@@ -161,20 +159,16 @@ def _inputs(rng):
 
 
 def _trace_input(rng):
-    return _input(rng, 8_192, [1, 2, 1] if not _devices() else [1] * _devices(), "the recorded run")
+    return _input(rng, 8_192, [1, 2, 1], "the recorded run")
 
 
-def _run(fn, inp):
-    from course import multigpu
-
-    x, weights = inp.args
-    if not course.on_gpu():
-        multigpu.simulate(len(weights))
-    rec = SplitCuda()
-    bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
-                               fn.__closure__)
+def _run(fn, inp, time_limit=None):
     from course.kernels import multi_gpu as M
 
+    x, weights = inp.args
+    rec = SplitCuda(len(weights), time_limit)
+    bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
+                               fn.__closure__)
     got = bound(x.copy(), list(weights), _Kernel(rec, M.block_partials))
     return rec, got
 
@@ -238,23 +232,16 @@ def judge_split(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
     if is_stub(fn):
         results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
         return verdict("not attempted", 0, ex.stub_hint)
-    from course import multigpu
-
-    before = multigpu.device_count() if multigpu.simulated() else None
-    try:
-        return _judge_runs(ex, fn, rng, results, verdict)
-    finally:
-        if before:
-            multigpu.simulate(before)  # leave the learner's notebook with the devices it had
+    return _judge_runs(ex, fn, rng, results, verdict, time_limit)
 
 
-def _judge_runs(ex, fn, rng, results, verdict):
+def _judge_runs(ex, fn, rng, results, verdict, time_limit):
     inputs = list(ex.make_inputs(rng))
     trace = ex.make_trace_input(rng)
     rec = None
     for inp in inputs + [trace]:
         try:
-            rec, got = _run(fn, inp)
+            rec, got = _run(fn, inp, time_limit)
         except NotImplementedError:
             results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
             return verdict("not attempted", 0, ex.stub_hint)
@@ -293,8 +280,8 @@ register(Exercise(
           f"{SPLIT_PER_BLOCK} elements per block into partials[block], so blocks = ceil(len(share) / "
           f"{SPLIT_PER_BLOCK}). Then bring every device's partials back and add them on the host in float64. "
           "Judged on the result and on each device doing its share (recorded per device: elements copied in, "
-          "launches and where their arrays live, bytes copied back). Without a GPU the course simulates as many "
-          "devices as there are weights."),
+          "launches and where their arrays live, bytes copied back). The judge runs it on as many simulated devices "
+          "as there are weights, on the CPU engine, on every machine."),
     make_inputs=_inputs,
     make_trace_input=_trace_input,
     properties=_props(),
