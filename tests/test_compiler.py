@@ -99,7 +99,8 @@ def test_a_kernel_that_does_not_compile_for_the_gpu_keeps_source_counts(monkeypa
 
     @cuda.jit
     def bad(a, out):
-        s = cuda.shared.array((4, WIDTH + 0), float32)  # an expression as a shape: runs on the CPU, not on a GPU
+        s = cuda.shared.array((4, WIDTH), float32)
+        scale = {0: 1.0}  # a dict: runs on the CPU, not on a GPU (numba-cuda has no dict)
         t = cuda.threadIdx.x
         for k in range(4):
             s[k, t] = a[4 * t + k]
@@ -107,7 +108,7 @@ def test_a_kernel_that_does_not_compile_for_the_gpu_keeps_source_counts(monkeypa
         acc = float32(0.0)
         for k in range(4):
             acc += s[k, t] + s[0, 4 * (t // 4) + k]
-        out[t] = acc
+        out[t] = acc * scale[0]
 
     r = trace(bad, 1, 64, np.ones(256, np.float32), np.zeros(64, np.float32))
     assert r.compiler["facts"] is None and "did not compile for the GPU" in r.compiler["why"]

@@ -101,7 +101,7 @@ def test_swapped_indices_and_square_only():
 
 @cuda.jit
 def transpose_pad34(src, dst):
-    tile = cuda.shared.array((TILE, TILE + 2), float32)
+    tile = cuda.shared.array((TILE, 34), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     b = cuda.blockIdx.z
@@ -146,9 +146,32 @@ def test_skipping_shared_memory_fails():
 
 
 @cuda.jit
+def transpose_pad_expression(src, dst):
+    tile = cuda.shared.array((TILE, TILE + 1), float32)  # right on the CPU; numba-cuda's typing refuses the shape
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    b = cuda.blockIdx.z
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    if row < src.shape[1] and col < src.shape[2]:
+        tile[ty, tx] = src[b, row, col]
+    cuda.syncthreads()
+    out_row = cuda.blockIdx.x * TILE + ty
+    out_col = cuda.blockIdx.y * TILE + tx
+    if out_row < dst.shape[1] and out_col < dst.shape[2]:
+        dst[b, out_row, out_col] = tile[tx, ty]
+
+
+def test_a_tile_shape_a_gpu_cannot_compile_is_an_error_that_says_how_to_write_it():
+    v = E.judge(E.get("05.transpose_padded"), transpose_pad_expression, seed=0)
+    assert v.status == "error" and v.score == 0
+    assert "TILE + 1" in v.message and "TILE_PAD = TILE + 1" in v.message, v.message
+
+
+@cuda.jit
 def row_sums_no_barrier(a, out):
     # warps 0-6 load the tile, the last warp sums it, and nobody waits: right in the engine's default order
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, 33), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     row0 = cuda.blockIdx.x * TILE
@@ -251,7 +274,7 @@ def test_lint_rejects_what_does_not_compile_or_could_reach_the_grader(body, word
 def test_lint_accepts_ordinary_kernels():
     src = """
     def k(a, out):
-        tile = cuda.shared.array((TILE, TILE + 1), float32)
+        tile = cuda.shared.array((TILE, 33), float32)
         tx = cuda.threadIdx.x
         i, j = cuda.grid(2)
         if i < a.shape[0] and j < a.shape[1]:

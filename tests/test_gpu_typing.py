@@ -1,7 +1,8 @@
 """Every kernel the course validates on the H200 types and lowers for a real GPU (sm_90).
 
-numba's simulator and the CPU engine run Python, so they accept what a GPU compile refuses — e.g. a
-shared array whose shape is an expression (``cuda.shared.array((TILE, TILE + 1), ...)``). This test
+numba's simulator and the CPU engine run Python, so they may accept what a GPU compile refuses. The engine
+refuses the array shapes numba-cuda refuses (``cuda.shared.array((TILE, TILE + 1), ...)``: course/engine/shapes.py,
+compared with numba's own typing at the end of this file); other typing rules are not modelled. This test
 compiles each ``NCU_CASES`` kernel of ``course/kernels/`` for compute capability 9.0 in hardware mode,
 in a subprocess (no GPU needed up to the NVVM step), so such a kernel fails here, not on the H200.
 """
@@ -58,3 +59,81 @@ def test_every_validation_kernel_types_for_the_gpu():
     assert "checked" in done.stdout, done.stdout + done.stderr[-3000:]
     bad = done.stdout.split("BAD", 1)[1].strip()
     assert bad == "[]", "kernels that a GPU compile refuses:\n" + bad
+
+
+# --- the CPU engine refuses the array shapes a GPU compile refuses (course/engine/shapes.py), and only those --------
+
+SHAPES = ["32", "TILE", "(TILE, 33)", "(32, 32 + 1)", "2 * 4", "-(-32)", "T", "m", "q", "z",
+          "TILE + 1", "(TILE, TILE + 1)", "TILE // 2", "n", "a.shape[0]", "mod.TILE", "True", "p", "(q, p)"]
+
+SHAPE_MODULE = '''
+import types
+from numba import cuda, float32
+
+TILE = 32
+T = (32, 33)
+mod = types.ModuleType("mod")
+mod.TILE = 32
+'''
+
+SHAPE_KERNEL = '''
+
+def k{i}(a, n):
+    m = 32 * 2
+    q = TILE
+    p = TILE + 1
+    z = q
+    s = cuda.shared.array({shape}, float32)
+    a[0] = 0
+'''
+
+GPU_VERDICTS = HARDWARE_MODE_PRELUDE + r'''
+import importlib.util, json
+from numba import cuda, types as nt
+from numba.core import errors
+spec = importlib.util.spec_from_file_location("shape_cases", sys.argv[2])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+out = {}
+for i in range(int(sys.argv[3])):
+    try:
+        cuda.compile_ptx(getattr(m, f"k{i}"), (nt.float32[:], nt.int64), cc=(9, 0))
+        out[i] = "compiles"
+    except (errors.TypingError, errors.LoweringError):
+        out[i] = "refused"
+    except Exception:
+        out[i] = "compiles"  # no NVVM here: typing and lowering passed, which is what decides
+print("VERDICTS" + json.dumps(out))
+'''
+
+
+@pytest.mark.timeout(300)
+def test_the_engine_refuses_exactly_the_array_shapes_a_gpu_compile_refuses(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    from course.engine import launch
+
+    path = tmp_path / "shape_cases.py"
+    path.write_text(SHAPE_MODULE + "".join(SHAPE_KERNEL.format(i=i, shape=s) for i, s in enumerate(SHAPES)))
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_BACKEND", "NUMBA_ENABLE_CUDASIM")}
+    done = subprocess.run([sys.executable, "-c", GPU_VERDICTS, str(ROOT), str(path), str(len(SHAPES))],
+                          capture_output=True, text=True, timeout=280, env=env)
+    assert "VERDICTS" in done.stdout, done.stdout + done.stderr[-3000:]
+    gpu = {SHAPES[int(i)]: v for i, v in __import__("json").loads(done.stdout.split("VERDICTS", 1)[1]).items()}
+
+    spec = importlib.util.spec_from_file_location("shape_cases_engine", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from numba import cuda
+
+    engine = {}
+    for i, shape in enumerate(SHAPES):
+        try:
+            launch(cuda.jit(getattr(mod, f"k{i}")), 1, 1, [np.zeros(64, np.float32), 8])
+            engine[shape] = "compiles"
+        except Exception as e:
+            engine[shape] = "refused" if "the shape must be a constant" in str(e) else f"other: {e}"
+    assert set(gpu.values()) == {"compiles", "refused"}  # the cases tell the two apart
+    assert engine == gpu

@@ -518,7 +518,7 @@ print("GPU typing errors:", bad)
 
 
 def test_kernels_type_for_the_gpu_target():
-    """The simulator accepts what a GPU compile refuses (e.g. cuda.shared.array((TILE, TILE + 1), ...)): check it here."""
+    """The simulator and the engine run Python and may accept what a GPU compile refuses: check it here."""
     import subprocess
     import sys
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from course import device as _dev
 from course.engine.arrays import KernelArray, as_dtype, poison
+from course.engine import shapes
 from course.engine.messages import UserError
 
 FULL_MASK = 0xFFFFFFFF
@@ -164,6 +165,7 @@ class _Shared:
         key = (frame.f_code, _instr_offset(frame.f_code, frame.f_lasti))
         arr = self.allocs.get(key)
         if arr is None:
+            shapes.check(frame, "shared")  # a shape a GPU compiler would refuse is refused here too
             nbytes = _nbytes(shape, dtype)
             if nbytes > _dev.MAX_STATIC_SHARED_PER_BLOCK:  # checked before allocating: the CPU has no such limit
                 raise UserError(
@@ -193,6 +195,7 @@ class _Local:
         self._mod = mod
 
     def array(self, shape, dtype, alignment=None):
+        shapes.check(sys._getframe(1), "local")
         dtype = as_dtype(dtype)
         nbytes = _nbytes(shape, dtype)
         if nbytes > _dev.MAX_LOCAL_PER_THREAD:  # checked before allocating: every thread gets its own copy here
