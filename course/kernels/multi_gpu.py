@@ -80,18 +80,39 @@ def place_rows(a: np.ndarray, devices: int) -> list:
     return parts
 
 
-def reduce_parts(parts: list, version: str = REDUCTION) -> list:
-    """Launch the reduction on every device (its own stream), without waiting; returns each device's 1-float result."""
+def reduce_launchers(parts: list, version: str = REDUCTION) -> tuple:
+    """Per device, its output (and the version's partials) allocated once and a function that launches the
+    reduction of its share again: ``(runs, outs)``.  Calling every run (:func:`launch_all`) is the split alone,
+    with nothing allocated: what a benchmark times."""
     v = R.REDUCTION_VERSIONS[version]
-    outs = []
+    runs, outs = [], []
     for d, part in enumerate(parts):
         with cuda.gpus[d]:
             out = cuda.device_array(1, np.float32)
             if part.shape[0]:
-                v.launcher(part, out)()
-            else:
+                runs.append(v.launcher(part, out))
+            else:  # an empty share sums to 0 and launches nothing
                 out.copy_to_device(np.zeros(1, np.float32))
+                runs.append(_nothing)
             outs.append(out)
+    return runs, outs
+
+
+def _nothing() -> None:
+    pass
+
+
+def launch_all(runs: list) -> None:
+    """Call device ``d``'s launcher with device ``d`` current, for every device, without waiting for any."""
+    for d, run in enumerate(runs):
+        with cuda.gpus[d]:
+            run()
+
+
+def reduce_parts(parts: list, version: str = REDUCTION) -> list:
+    """Launch the reduction on every device (its own stream), without waiting; returns each device's 1-float result."""
+    runs, outs = reduce_launchers(parts, version)
+    launch_all(runs)
     return outs
 
 
@@ -110,16 +131,23 @@ def split_sum(a: np.ndarray, devices: int, version: str = REDUCTION) -> float:
     return combine(reduce_parts(place_rows(a, devices), version))
 
 
-def transpose_parts(parts: list, version: str = TRANSPOSE) -> list:
-    """On each device, transpose its band of rows (r × n_cols) into a band of columns (n_cols × r)."""
+def transpose_launchers(parts: list, version: str = TRANSPOSE) -> tuple:
+    """Per device, its band of the output allocated once and a function that transposes its band of rows into it
+    again: ``(runs, outs)`` (see :func:`reduce_launchers`)."""
     v = T.TRANSPOSE_VERSIONS[version]
-    outs = []
+    runs, outs = [], []
     for d, part in enumerate(parts):
         with cuda.gpus[d]:
             out = cuda.device_array((part.shape[1], part.shape[0]), dtype=part.dtype)
-            if part.shape[0]:
-                v.launch(part, out)
+            runs.append((lambda part=part, out=out: v.launch(part, out)) if part.shape[0] else _nothing)
             outs.append(out)
+    return runs, outs
+
+
+def transpose_parts(parts: list, version: str = TRANSPOSE) -> list:
+    """On each device, transpose its band of rows (r × n_cols) into a band of columns (n_cols × r)."""
+    runs, outs = transpose_launchers(parts, version)
+    launch_all(runs)
     return outs
 
 
