@@ -677,3 +677,32 @@ def test_an_array_beyond_the_h200s_limits_is_refused_before_it_is_allocated(kern
 
     with pytest.raises(Exception, match=message):  # within seconds, under the memory of a laptop
         launch(kernel, 1, 32, [np.zeros(1, np.float32)], dynshared=dynshared)
+
+
+@cuda.jit(device=True)
+def shared_of_size(a, size):
+    s = cuda.shared.array(size, np.float32)  # numba types `size` as the literal its caller passes (its test_atomics)
+    s[0] = a[0]
+    return s[0]
+
+
+@cuda.jit
+def literal_to_device_fn(a, out):
+    out[0] = shared_of_size(a, 32)
+
+
+@cuda.jit
+def shape_from_kernel_argument(a, out, n):
+    s = cuda.shared.array(n, np.float32)  # a launch argument: a GPU compile refuses it
+    s[0] = a[0]
+    out[0] = s[0]
+
+
+def test_a_device_functions_parameter_may_size_an_array_a_kernels_may_not():
+    from course.engine import launch
+
+    a, out = np.full(1, 3.0, np.float32), np.zeros(1, np.float32)
+    launch(literal_to_device_fn, 1, 1, [a, out])
+    assert out[0] == 3.0
+    with pytest.raises(Exception, match="known only at launch"):
+        launch(shape_from_kernel_argument, 1, 1, [a, out, 4])

@@ -127,6 +127,12 @@ def current_thread() -> ThreadState:
     return mod._ts
 
 
+def _kernel_code(mod):
+    """The code object of the kernel this launch runs (None when unknown)."""
+    fn = getattr(getattr(mod, "_launch", None), "fn", None)
+    return getattr(fn, "__code__", None)
+
+
 def _nbytes(shape, dtype) -> int:
     """Bytes of an array of ``shape`` and ``dtype``, found before anything is allocated (Python ints: no overflow)."""
     n = dtype.itemsize
@@ -165,7 +171,7 @@ class _Shared:
         key = (frame.f_code, _instr_offset(frame.f_code, frame.f_lasti))
         arr = self.allocs.get(key)
         if arr is None:
-            shapes.check(frame, "shared")  # a shape a GPU compiler would refuse is refused here too
+            shapes.check(frame, "shared", _kernel_code(mod))  # a shape a GPU compiler refuses is refused here too
             nbytes = _nbytes(shape, dtype)
             if nbytes > _dev.MAX_STATIC_SHARED_PER_BLOCK:  # checked before allocating: the CPU has no such limit
                 raise UserError(
@@ -195,7 +201,7 @@ class _Local:
         self._mod = mod
 
     def array(self, shape, dtype, alignment=None):
-        shapes.check(sys._getframe(1), "local")
+        shapes.check(sys._getframe(1), "local", _kernel_code(self._mod))
         dtype = as_dtype(dtype)
         nbytes = _nbytes(shape, dtype)
         if nbytes > _dev.MAX_LOCAL_PER_THREAD:  # checked before allocating: every thread gets its own copy here

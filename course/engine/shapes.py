@@ -20,27 +20,32 @@ from course.engine.messages import UserError
 _verdicts: dict = {}  # (code, line) -> problem text or None
 
 
-def check(frame, kind: str) -> None:
+def check(frame, kind: str, kernel_code=None) -> None:
     """Raise :class:`UserError` when the ``cuda.<kind>.array`` call on ``frame``'s line has a shape numba-cuda
-    cannot compile (once per call site; a kernel whose source cannot be read is not checked)."""
-    key = (frame.f_code, frame.f_lineno)
+    cannot compile (once per call site; a kernel whose source cannot be read is not checked).
+
+    ``kernel_code`` is the launched kernel's code object: a *kernel's* parameters are values of the launch, never
+    constants, but a device function's may be (numba types an argument its caller passes as a literal as that
+    literal: numba-cuda's own ``test_atomics`` sizes shared arrays so), so only the kernel's count as refused."""
+    in_kernel = frame.f_code is kernel_code
+    key = (frame.f_code, frame.f_lineno, in_kernel)
     if key not in _verdicts:
         try:
-            _verdicts[key] = _problem(frame, kind)
+            _verdicts[key] = _problem(frame, kind, in_kernel)
         except Exception:  # no source (exec'd from a string), or a parse this module does not foresee
             _verdicts[key] = None
     if _verdicts[key]:
         raise UserError(_verdicts[key])
 
 
-def _problem(frame, kind: str):
+def _problem(frame, kind: str, in_kernel: bool):
     lines, start = inspect.getsourcelines(frame.f_code)
     tree = ast.parse(textwrap.dedent("".join(lines)))
     fn = tree.body[0]
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     line = frame.f_lineno - start + 1
-    params = {a.arg for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+    params = {a.arg for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs} if in_kernel else set()
     assigned: dict = {}  # local name -> the values assigned to it (None: assigned some other way)
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
