@@ -86,8 +86,8 @@ class Script:
         if arguments is not None:
             arguments(ap)
         self.args = ap.parse_args(argv)
+        self.parser = ap  # for a script's own checks of its arguments: H.parser.error(...)
         self.name = name
-        self.mode = gpu
         self.dry_run = bool(getattr(self.args, "dry_run", False))
         self.gpu = gpu == "here" and _backend() == "gpu"
         self.t0 = time.time()

@@ -269,7 +269,7 @@ def racecheck_severities(rc: dict) -> list:
 
 
 def _selected(args) -> set:
-    return {n.strip() for n in args.case_list.split(",") if n.strip()} if getattr(args, "case_list", "") else set()
+    return {n.strip() for n in args.cases.split(",") if n.strip()}
 
 
 def _env(backend: str) -> dict:
@@ -509,26 +509,20 @@ def import_run(args) -> None:
 ROLES = {"case": role_case, "peers": role_peers, "tracer": role_tracer}
 
 
+def child(args) -> bool:
+    """``--role case|peers|tracer``: a process this script started; it does its part and the harness exits 0."""
+    if args.role in ROLES:
+        ROLES[args.role](args)
+        return True
+    return False
+
+
 def main(argv=None) -> int:
-    parser = []
-
-    def own_arguments(ap):
-        arguments(ap)
-        parser.append(ap)
-
-    def child(args) -> bool:
-        """``--role case|peers|tracer``: a process this script started; it does its part and the harness exits 0."""
-        args.case_list = args.cases
-        if args.role in ROLES:
-            ROLES[args.role](args)
-            return True
-        if not args.import_from and not args.out:
-            parser[0].error("give --out DIR (a run) or --import PATH (record a run in data/)")
-        return False
-
-    H = Script(__doc__, "validate_races", reps=None, arguments=own_arguments, argv=argv, child=child,
+    H = Script(__doc__, "validate_races", reps=None, arguments=arguments, argv=argv, child=child,
                gpu="children", out_required=False)
     args = H.args
+    if not args.import_from and not args.out:
+        H.parser.error("give --out DIR (a run) or --import PATH (record a run in data/)")
     if args.import_from:
         import_run(args)
         return 0
