@@ -7,6 +7,7 @@ compiles each ``NCU_CASES`` kernel of ``course/kernels/`` for compute capability
 in a subprocess (no GPU needed up to the NVVM step), so such a kernel fails here, not on the H200.
 """
 
+import json
 import os
 import pathlib
 import subprocess
@@ -121,7 +122,7 @@ def test_the_engine_refuses_exactly_the_array_shapes_a_gpu_compile_refuses(tmp_p
     done = subprocess.run([sys.executable, "-c", GPU_VERDICTS, str(ROOT), str(path), str(len(SHAPES))],
                           capture_output=True, text=True, timeout=280, env=env)
     assert "VERDICTS" in done.stdout, done.stdout + done.stderr[-3000:]
-    gpu = {SHAPES[int(i)]: v for i, v in __import__("json").loads(done.stdout.split("VERDICTS", 1)[1]).items()}
+    gpu = {SHAPES[int(i)]: v for i, v in json.loads(done.stdout.split("VERDICTS", 1)[1]).items()}
 
     spec = importlib.util.spec_from_file_location("shape_cases_engine", path)
     mod = importlib.util.module_from_spec(spec)

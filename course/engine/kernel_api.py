@@ -128,9 +128,8 @@ def current_thread() -> ThreadState:
 
 
 def _kernel_code(mod):
-    """The code object of the kernel this launch runs (None when unknown)."""
-    fn = getattr(getattr(mod, "_launch", None), "fn", None)
-    return getattr(fn, "__code__", None)
+    """The code object of the kernel this launch runs (None for a callable without one)."""
+    return getattr(mod._launch.fn, "__code__", None)
 
 
 def _nbytes(shape, dtype) -> int:
@@ -207,7 +206,8 @@ class _Local:
         if nbytes > _dev.MAX_LOCAL_PER_THREAD:  # checked before allocating: every thread gets its own copy here
             raise UserError(
                 f"cuda.local.array of {nbytes} bytes per thread exceeds the {_dev.MAX_LOCAL_PER_THREAD} bytes "
-                "(512 KiB) of local memory a thread may have on an H200 (the GPU's compiler refuses the kernel: "
+                f"({_dev.MAX_LOCAL_PER_THREAD // 1024} KiB) of local memory a thread may have on an H200 (the GPU's "
+                "compiler refuses the kernel: "
                 "'uses too much local data'); keep per-thread arrays small, or use shared or global memory"
             )
         data = np.empty(shape, dtype=dtype)

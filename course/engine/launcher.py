@@ -176,11 +176,12 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     array_class = getattr(hooks, "array_class", None)
     if array_class is None:
         array_class = KernelArray if seed is None else PreemptingArray
-    if int(dynshared or 0) > _dev.MAX_SHARED_PER_BLOCK_OPTIN:
-        raise KernelError(f"{name}: {int(dynshared)} bytes of dynamic shared memory requested at launch (the fourth "
-                        f"value in kernel[grid, block, stream, bytes]); an H200 block can have at most "
-                        f"{_dev.MAX_SHARED_PER_BLOCK_OPTIN}")
-    lau = Launch(fn, name, grid, block, int(dynshared or 0), array_class, hooks)
+    dynshared = int(dynshared or 0)
+    if dynshared > _dev.MAX_SHARED_PER_BLOCK_OPTIN:
+        raise KernelError(f"{name}: {dynshared} bytes of dynamic shared memory requested at launch (the fourth "
+                          f"value in kernel[grid, block, stream, bytes]); an H200 block can have at most "
+                          f"{_dev.MAX_SHARED_PER_BLOCK_OPTIN}")
+    lau = Launch(fn, name, grid, block, dynshared, array_class, hooks)
     if seed is not None and array_class is PreemptingArray:
         import random
 
