@@ -337,15 +337,16 @@ def _child_compile(spec, ptxas, nvdisasm) -> dict:
         p = pathlib.Path(d)
         (p / "k.ptx").write_text(ptx)
         cc = "sm_%d%d" % tuple(spec["cc"])
-        r = subprocess.run([ptxas, f"-arch={cc}", "-O3", "-lineinfo", str(p / "k.ptx"), "-o", str(p / "k.cubin")],
+        r = subprocess.run([ptxas, f"-arch={cc}", "-O3", "-lineinfo", "-v", str(p / "k.ptx"), "-o", str(p / "k.cubin")],
                            capture_output=True, text=True, timeout=TIMEOUT_S)
         if r.returncode:
             return {"error": "ptxas: " + (r.stderr or r.stdout).strip()[:300]}
+        resources = ptxas_resources(r.stderr + r.stdout)
         r = subprocess.run([nvdisasm, "-g", "-c", str(p / "k.cubin")], capture_output=True, text=True,
                            timeout=TIMEOUT_S)
         if r.returncode:
             return {"error": "nvdisasm: " + (r.stderr or r.stdout).strip()[:300]}
-    return {"lines": sass_by_line(r.stdout)}
+    return {"lines": sass_by_line(r.stdout), "sass": dict(resources, **sass_summary_of(r.stdout))}
 
 
 def sass_by_line(sass: str) -> dict:
@@ -362,6 +363,48 @@ def sass_by_line(sass: str) -> dict:
             ops = lines.setdefault(where, {})
             ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
     return lines
+
+
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores")
+_SASS_ANY = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
+
+
+def ptxas_resources(text: str) -> dict:
+    """Registers per thread, static shared bytes, stack frame and spill bytes from ``ptxas -v`` output."""
+    def first(rx):
+        m = rx.search(text)
+        return int(m.group(1)) if m else 0
+
+    return {"registers": first(_PTXAS_REGS), "shared_bytes": first(_PTXAS_SMEM),
+            "local_bytes": first(_PTXAS_STACK), "spill_bytes": first(_PTXAS_SPILL)}
+
+
+def sass_summary_of(sass: str) -> dict:
+    """Every SASS instruction of an ``nvdisasm -g`` listing counted per source line and by opcode class.
+
+    ``{"instructions": n, "per_line": {"file:line": n}, "ops": {opcode: n}}``; what :mod:`course.measure.explain`
+    reads to estimate a launch's instruction count (static counts: a loop's body counts once per copy the
+    compiler made of it, which is why it is read per line beside the tracer's executed lines).
+    """
+    per_line: dict = {}
+    ops: dict = {}
+    where = "?"
+    n = 0
+    for text in sass.splitlines():
+        m = _LINE.search(text)
+        if m:
+            where = f"{rel_filename(m.group(1))}:{m.group(2)}"
+            continue
+        mm = _SASS_ANY.match(text)
+        if not mm or mm.group(2) in ("NOP",):
+            continue
+        n += 1
+        per_line[where] = per_line.get(where, 0) + 1
+        ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
+    return {"instructions": n, "per_line": per_line, "ops": ops}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -484,6 +527,31 @@ def facts(fn, argtypes, compile: bool = True) -> Optional[dict]:
     """:func:`facts_for` of kernel function ``fn`` compiled for ``argtypes`` (numba types)."""
     key, spec = describe(fn, argtypes)
     return facts_for(key, spec, compile)
+
+
+def summary(fn, argtypes, compile: bool = True) -> Optional[dict]:
+    """Registers, shared/local bytes and SASS instruction counts of ``fn`` compiled for ``argtypes``.
+
+    Facts recorded before this summary existed hold only the memory instructions per line: those are compiled
+    again when ``compile`` (and a compiler is at hand), else None.
+    """
+    key, spec = describe(fn, argtypes)
+    f = facts_for(key, spec, compile=compile)
+    if f is not None and "sass" not in f and "error" not in f and compile and toolchain() is not None:
+        try:
+            f = compile_facts({key: spec})[key]
+        except CompilerUnavailable:
+            return None
+        _memo[key] = f
+        if "error" not in f:
+            _store(key, f)
+            if os.environ.get("COURSE_COMPILER_FACTS_WRITE"):
+                write_committed({key: f})
+    if f is None or "error" in f:
+        return f
+    if "sass" not in f:
+        return None
+    return dict(f["sass"], mem_lines={k: sum(v.values()) for k, v in f.get("lines", {}).items()})
 
 
 def why(key) -> str:

@@ -69,8 +69,9 @@ class ThreadState:
 class Launch:
     """Everything one launch needs while it runs."""
 
-    def __init__(self, fn, name, grid, block, dynshared, array_class, hooks):
+    def __init__(self, fn, name, grid, block, dynshared, array_class, hooks, only_blocks=None):
         self.fn = fn
+        self.only_blocks = only_blocks  # linear block indices to run (a sample), or None: the whole grid
         self.name = name
         self.grid = grid
         self.blockdim = block

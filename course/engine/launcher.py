@@ -160,8 +160,13 @@ def _prepare_args(fn, args, launch, module):
     return out, writebacks
 
 
-def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks | None = None, seed=None, time_limit=None):
-    """Run one kernel launch on the CPU engine (whatever the backend); arrays in ``args`` are updated in place."""
+def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks | None = None, seed=None, time_limit=None,
+           blocks=None):
+    """Run one kernel launch on the CPU engine (whatever the backend); arrays in ``args`` are updated in place.
+
+    ``blocks``: run only these blocks (linear indices, x fastest), in this order: a sample of the grid, for a
+    tracer that extrapolates (:func:`course.explain`); the other blocks' outputs are not written.
+    """
     if type(kernel).__name__ == "CUDADispatcher":
         simulator.patch_gpu_dispatcher()
     if launch_state() is not None:
@@ -181,7 +186,14 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
         raise KernelError(f"{name}: {dynshared} bytes of dynamic shared memory requested at launch (the fourth "
                           f"value in kernel[grid, block, stream, bytes]); an H200 block can have at most "
                           f"{_dev.MAX_SHARED_PER_BLOCK_OPTIN}")
-    lau = Launch(fn, name, grid, block, dynshared, array_class, hooks)
+    only = None
+    if blocks is not None:
+        total = grid[0] * grid[1] * grid[2]
+        only = [int(b) for b in blocks]
+        bad = [b for b in only if not 0 <= b < total]
+        if bad:
+            raise KernelError(f"{name}: blocks={bad[:3]} are outside the grid of {total} blocks")
+    lau = Launch(fn, name, grid, block, dynshared, array_class, hooks, only_blocks=only)
     if seed is not None and array_class is PreemptingArray:
         import random
 

@@ -51,7 +51,7 @@ def run_grid(lau, module, fn, kargs, seed):
     blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     threads = [(x, y, z) for z in range(bz) for y in range(by) for x in range(bx)]
     rng = np.random.default_rng(seed) if seed is not None else None
-    block_order = list(range(len(blocks)))
+    block_order = list(range(len(blocks))) if lau.only_blocks is None else list(lau.only_blocks)
     if rng is not None:
         rng.shuffle(block_order)
     hooks = lau.hooks

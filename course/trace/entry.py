@@ -25,7 +25,7 @@ def _engine_host(a):
 
 
 def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lines=True, seed=None,
-          time_limit=None, compiler=None) -> Report:
+          time_limit=None, compiler=None, blocks=None) -> Report:
     """Run one launch on the CPU engine, recording every global and shared element access; return a :class:`Report`.
 
     ``detail_blocks``: blocks whose every access is kept for :meth:`Report.warp_detail` and
@@ -37,6 +37,8 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     count them the way the GPU compiler built the kernel (:mod:`course.compiler`) — ``None`` (default)
     when its facts can be had, ``False`` never (the source's own accesses), ``True`` always (an error
     when no facts can be had).  :attr:`Report.compiler` says what was done.
+
+    ``blocks``: trace only these blocks (linear indices): a sample; every count then covers those blocks alone.
     """
     fn = _engine.kernel_py_func(kernel)
     grid = _engine.normalise_dims(griddim, "blocks_per_grid (griddim)")
@@ -87,7 +89,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         sys.settrace(tracer)
     try:
         _engine.launch(run, grid, blockdim, args, dynshared=dynshared, hooks=rec, seed=seed,
-                       time_limit=time_limit)
+                       time_limit=time_limit, blocks=blocks)
     finally:
         if tracer is not None:
             sys.settrace(old)

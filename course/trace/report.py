@@ -411,6 +411,19 @@ class Report:
         return Divergence(branches=branches, events=events, steps=rec.div_steps, active_lanes=rec.div_active,
                           warps=dict(rec.warp_steps))
 
+    def line_steps(self) -> dict:
+        """Warp-level executions of each marked source line ``{line: n}`` (a marker stands for a run of simple
+        statements: :meth:`line_weights` says how many lines); needs ``lines=True``."""
+        if not self._lines:
+            raise RuntimeError("this trace ran without line events; call trace(..., lines=True)")
+        rec = self._rec
+        rec.drain_divergence()
+        return {line: b[0] for line, b in rec.branches.items()}
+
+    def line_weights(self) -> dict:
+        """How many source lines each marker stands for ``{marker line: n}`` (1 where absent)."""
+        return dict(self._rec.line_weights)
+
     def races(self, benign: bool = False) -> list:
         """Races in shared and global memory, as :class:`Race` objects (one per pair of source lines).
 

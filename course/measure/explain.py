@@ -1,0 +1,584 @@
+"""Why is it this fast?  A launch's time on the H200, predicted on the CPU from what the tracer counts.
+
+:func:`explain` traces a sample of the launch's blocks on the CPU engine (:func:`course.trace.trace`),
+scales the counts to the whole grid, reads what the GPU compiler made of the kernel (registers, SASS
+instructions per source line: :func:`course.compiler.summary`) and the occupancy model
+(:mod:`course.occupancy`), and turns them into one time per **ceiling** — the time the launch would take if
+that one unit were the only limit:
+
+=========  ==================================================================================================
+``dram``   bytes that must come from (or go to) HBM over the measured copy bandwidth; nothing when the
+           launch's data fits in the L2 and stays there between launches (the "L2-resident" regime)
+``l2``     32-byte sectors between the SMs and the L2 (loads that miss L1, every store) over the L2's rate
+``l1``     the L1/shared data path: one wavefront per cycle per SM — the 128-byte lines of every global
+           request (an uncoalesced request needs many) plus every shared-memory wavefront
+``shared`` the same path when shared-memory wavefronts (bank conflicts included) are most of it
+``issue``  warp instructions over 4 schedulers × 132 SMs × the clock (one instruction per cycle each)
+``atomics`` atomics on one address, one after another (~1.76 ns each, measured on the H200)
+``latency`` global loads one after another per warp: too few in flight to cover the memory latency
+           (Little's law with the warps an SM holds and the loads each has in flight)
+``launch`` a launch's own floor (~2 µs on the H200, with launches queued)
+=========  ==================================================================================================
+
+The prediction is the largest ceiling, plus a share of the next one (units overlap, but not perfectly);
+the constants (bandwidths, latency, the overlap) live in :data:`H200` and were fitted on part of the
+course's profiled kernels (``data/explain_validation.json``), whose other part measures the error.
+``launch_overhead_ms`` is numba's host time to issue a launch, which a notebook that times one call sees
+on top: it is kept apart, never inside ``ms``.
+
+Sampling (so that any launch answers in a few seconds on 2 cores): block 0 is traced first and timed; then
+up to :data:`MAX_SAMPLE` blocks spread evenly over the grid (first and last included) are traced, as many as
+the time budget allows; every count is scaled by blocks in the grid ÷ blocks traced.  A grid of blocks that
+do different work (a tail block, a data-dependent branch) is covered as well as its sample is; loops run
+whole (no iteration is skipped).  :attr:`Explanation.sampled` says how many blocks were traced.
+
+Defined for chapter 01 (notebooks/01_programming_model.ipynb, "How long does it take?") and used by every
+chapter's "your kernels" cells (:mod:`course.lab`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import math
+import pathlib
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+import course  # noqa: F401  (chooses the backend before numba is imported)
+from course import device as _dev
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VALIDATION = ROOT / "data" / "explain_validation.json"
+
+LIMITERS = ("dram", "l2", "l1", "shared", "issue", "fp64", "atomics", "latency", "launch")
+MAX_SAMPLE = 12
+BUDGET_S = 3.0  # tracing time explain allows itself (the compiler runs beside it, in another process)
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The H200's measured constants the prediction uses (one place; fitted where marked)."""
+
+    clock_hz: float = 1.98e9  # sm__cycles_elapsed.avg.per_second under load (kernel_profiles run)
+    sms: int = _dev.SM_COUNT
+    schedulers: int = 4
+    dram_bps: float = 4.25e12  # the 1 GiB device copy of the same run, bytes read + written
+    l2_bps: float = 9.0e12  # fitted
+    l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
+    l1_wavefronts_per_cycle: float = 1.0
+    issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
+    latency_s: float = 800e-9  # fitted: a global load's round trip under load
+    atomic_same_address_s: float = 1.76e-9  # probes_atomics: one same-address atomic after another
+    launch_floor_s: float = 2.0e-6  # an empty kernel, queued: ~1.3 µs; a small real one ~2–3 µs
+    overlap: float = 0.3  # fitted: the share of the second ceiling that adds to the first
+    l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
+    store_latency_s: float = 400e-9  # fitted: a block's stores draining before it retires
+    default_registers: int = 32  # without compiler facts
+    instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
+
+
+H200 = Constants()
+
+
+@dataclass
+class Counts:
+    """What the sampled trace found, scaled to the whole launch."""
+
+    blocks: int
+    sampled: int
+    threads_per_block: int
+    gld_requests: float = 0.0
+    gld_sectors: float = 0.0
+    gst_requests: float = 0.0
+    gst_sectors: float = 0.0
+    lines: float = 0.0  # 128-byte lines of the global requests (L1 wavefronts)
+    shared_wavefronts: float = 0.0
+    shared_requests: float = 0.0
+    atomics: float = 0.0
+    atomic_chain: float = 0.0  # the most atomics on one address
+    steps: float = 0.0  # warp-level line executions
+    warp_instructions: Optional[float] = None  # from the SASS, when the compiler's facts are at hand
+    dram_bytes: float = 0.0
+    footprint: float = 0.0
+    l1_hit: float = 0.0
+    ilp: float = 1.0
+    partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
+    kernel_file: str = ""
+    registers: Optional[int] = None
+    shared_bytes: int = 0
+    resident_warps: float = 0.0
+    how: list = field(default_factory=list)
+
+
+@dataclass
+class Explanation:
+    """One launch explained: predicted time on the H200, the ceiling that binds, and why."""
+
+    kernel: str
+    ms: float
+    limiter: str
+    ceilings: dict  # limiter -> ms, binding first
+    launch_overhead_ms: float
+    why: str
+    counts: Counts
+    sampled: int
+    seconds: float
+    error: str = ""  # the stated error of predictions on held-out kernels
+    measured_ms: Optional[float] = None
+
+    def __repr__(self):
+        head = f"{self.kernel}: predicted {self.ms * 1e3:.1f} µs on the H200, limited by {self.limiter}"
+        if self.measured_ms is not None:
+            head += f" (measured here: {self.measured_ms * 1e3:.1f} µs)"
+        return head + f". {self.why}" + (f" [{self.error}]" if self.error else "")
+
+    def table(self) -> str:
+        """The ceilings as text, binding first."""
+        rows = [f"{'ceiling':9s} {'µs':>10s}"] + [f"{k:9s} {v * 1e3:10.2f}" for k, v in self.ceilings.items()]
+        return "\n".join(rows)
+
+    def plot(self, ax=None):
+        """The ceilings as horizontal bars (roofline-style: the longest bar is the limit), prediction marked."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 0.35 * len(self.ceilings) + 1))
+        names = list(self.ceilings)[::-1]
+        vals = [self.ceilings[n] * 1e3 for n in names]
+        ax.barh(names, vals, color=["tab:red" if n == self.limiter else "tab:gray" for n in names])
+        ax.axvline(self.ms * 1e3, color="k", ls="--", lw=1, label=f"predicted {self.ms * 1e3:.1f} µs")
+        if self.measured_ms is not None:
+            ax.axvline(self.measured_ms * 1e3, color="tab:blue", lw=1.5, label=f"measured {self.measured_ms * 1e3:.1f} µs")
+        ax.set_xlabel("µs on the H200 if this were the only limit")
+        ax.set_title(f"{self.kernel}: limited by {self.limiter}")
+        ax.legend(loc="lower right", fontsize=8)
+        return ax
+
+
+# --- counting --------------------------------------------------------------------------------------------------
+
+LOOP_CAP = 16  # a ``for … in range(…)`` of more trips runs only its first LOOP_CAP (its lines' counts are scaled)
+
+
+class LoopSampler:
+    """Stands in for ``range`` in the kernel's module while it is traced: long loops run their first
+    :data:`LOOP_CAP` trips, and each loop's header line keeps (trips asked for, trips run)."""
+
+    def __init__(self, cap: int = LOOP_CAP):
+        self.cap = cap
+        self.trips: dict = {}  # (filename, header line) -> [asked, run]
+
+    def __call__(self, *a):
+        import sys
+
+        r = range(*a)
+        f = sys._getframe(1)
+        st = self.trips.setdefault((f.f_code.co_filename, f.f_lineno), [0, 0])
+        st[0] += len(r)
+        if len(r) <= self.cap:
+            st[1] += len(r)
+            return r
+        st[1] += self.cap
+        return r[: self.cap]
+
+    def scales(self, code) -> dict:
+        """``{line: factor}`` for the lines of ``code``'s file inside sampled loops (nested loops multiply)."""
+        import ast
+        import inspect
+
+        sampled = {ln: asked / run for (fname, ln), (asked, run) in self.trips.items()
+                   if fname == code.co_filename and run and asked > run}
+        if not sampled:
+            return {}
+        try:
+            tree = ast.parse(open(code.co_filename).read())
+        except (OSError, SyntaxError):
+            try:
+                tree = ast.parse(inspect.getsource(code))
+            except (OSError, TypeError, SyntaxError):
+                return {}
+        out: dict = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.For) and node.lineno in sampled:
+                f = sampled[node.lineno]
+                for ln in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
+                    out[ln] = out.get(ln, 1.0) * f
+        return out
+
+
+class _Scaled:
+    """A report's per-line counts with the sampled loops' lines scaled up (what the full loops would count)."""
+
+    def __init__(self, report, scale_of: dict):
+        self.rows = []
+        for row in report.by_line():
+            f = scale_of.get(row.line, 1.0)  # a sampled loop's lines (the kernel's file)
+            self.rows.append((row, f))
+        self.steps = {}
+        try:
+            for line, n in report.line_steps().items():
+                self.steps[line] = n * scale_of.get(line, 1.0)
+        except RuntimeError:
+            pass
+
+    def total(self, space, op, what="requests") -> float:
+        return sum(getattr(r, what) * f for r, f in self.rows if r.space == space and r.op == op)
+
+
+def _sample(total: int, n: int) -> list:
+    if total <= n:
+        return list(range(total))
+    picks = np.unique(np.linspace(0, total - 1, n).round().astype(int))
+    return [int(b) for b in picks]
+
+
+def _copy_args(args):
+    return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _host(a):
+    if hasattr(a, "copy_to_host") and not isinstance(a, np.ndarray):
+        return a.copy_to_host()
+    return a
+
+
+def _argtypes(args):
+    from numba import typeof
+
+    return tuple(typeof(a) for a in args)
+
+
+def _lines_and_reuse(report) -> tuple:
+    """From the detail block: 128-byte lines per global sector, the share of load sectors the block reads again
+    (L1 hits), the independent loads a warp has in flight (distinct load sites), and the share of store sectors
+    only partly written."""
+    accesses = report.warp_accesses(report.detail_blocks[0]) if report.detail_blocks else []
+    sectors = lines = ld_sectors = st_sectors = st_partial = 0
+    seen: set = set()
+    sites_per_warp: dict = {}
+    for w in accesses:
+        if w.space != "global":
+            continue
+        per_sector: dict = {}
+        for la in w.lanes:
+            if la is not None:
+                per_sector[la.addr // 32] = per_sector.get(la.addr // 32, 0) + w.size
+        sectors += len(per_sector)
+        lines += len({sec // 4 for sec in per_sector})
+        if w.op == "load":
+            ld_sectors += len(per_sector)
+            seen |= {(w.array, sec) for sec in per_sector}
+            sites_per_warp.setdefault(w.warp, set()).add((w.line, w.array))
+        elif w.op == "store":
+            st_sectors += len(per_sector)
+            st_partial += sum(1 for b in per_sector.values() if b < 32)
+    ratio = lines / sectors if sectors else 0.25
+    hit = 1.0 - len(seen) / ld_sectors if ld_sectors else 0.0
+    ilp = float(np.median([len(x) for x in sites_per_warp.values()])) if sites_per_warp else 1.0
+    partial = st_partial / st_sectors if st_sectors else 0.0
+    return ratio, hit, ilp, partial
+
+
+def _footprint(scaled: list, args, scale) -> float:
+    """Bytes of the global arrays the launch touches, each capped at an array's size (largest with largest)."""
+    per_array: dict = {}
+    for sc in scaled:
+        for row, f in sc.rows:
+            if row.space != "global":
+                continue
+            for name in row.arrays:
+                per_array[name] = per_array.get(name, 0.0) + row.count * f * 32 * scale / max(1, len(row.arrays))
+    sizes = sorted((a.nbytes for a in args if isinstance(a, np.ndarray)), reverse=True)
+    total = 0.0
+    for i, b in enumerate(sorted(per_array.values(), reverse=True)):
+        total += min(b, sizes[i]) if i < len(sizes) else b
+    return total
+
+
+def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[float]:
+    """Warp instructions of the traced blocks: each source line's SASS instructions × how often warps ran it.
+
+    A line the compiler unrolled holds several copies of its instructions: the copies per execution are the
+    SASS memory instructions of the line over the memory instructions the source makes per execution.
+    Lines of inlined device functions (other files) run as often, on average, as the kernel's own lines.
+    """
+    steps = sc.steps
+    if not sass or not sass.get("per_line") or not steps:
+        return None
+    markers = sorted(steps)
+    mem: dict = {}
+    for row, f in sc.rows:
+        mem[row.line] = mem.get(row.line, 0) + row.requests * f
+    dyn = static_kernel = dyn_kernel = 0.0
+    other = 0
+    for key, n in sass["per_line"].items():
+        fname, _, ln = key.rpartition(":")
+        if not ln.isdigit() or not kernel_file.endswith(fname):
+            other += n
+            continue
+        ln = int(ln)
+        i = int(np.searchsorted(markers, ln, side="right")) - 1
+        if i < 0:
+            dyn += n * warps  # the prologue: once per warp
+            continue
+        s = steps[markers[i]]
+        u = 1.0
+        fl = (sass.get("mem_lines") or {}).get(key)
+        if fl and mem.get(ln) and s:
+            u = max(1.0, fl / (mem[ln] / s))
+        dyn += s * n / u
+        static_kernel += n
+        dyn_kernel += s * n / u
+    if static_kernel and other:
+        dyn += other * dyn_kernel / static_kernel
+    return dyn
+
+
+def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, copy=True, sample=None) -> tuple:
+    """Trace a sample of the launch and scale what it found to the whole grid (see the module docstring).
+
+    Returns ``(counts, scaled block-0 report)``: the block-0 report carries the per-line detail that
+    :func:`add_compiler_facts` reads.  ``sample`` fixes how many blocks are traced (default: what the time
+    budget allows, up to :data:`MAX_SAMPLE`), so that a validation run is repeatable.
+    """
+    from course import engine
+    from course.trace import trace
+
+    fn = engine.kernel_py_func(kernel)
+    grid = engine.normalise_dims(griddim, "blocks_per_grid (griddim)")
+    block = engine.normalise_dims(blockdim, "threads_per_block (blockdim)")
+    nblocks = grid[0] * grid[1] * grid[2]
+    tpb = block[0] * block[1] * block[2]
+    args = tuple(_host(a) for a in args)
+    run_args = _copy_args(args) if copy else args
+    t0 = time.perf_counter()
+    g = fn.__globals__
+    missing = object()
+    saved = g.get("range", missing)
+    loops = LoopSampler()
+    try:
+        # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores)
+        g["range"] = LoopSampler(cap=2)
+        detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
+                       lines=False, compiler=False)
+        g["range"] = loops
+        t1 = time.perf_counter()
+        first = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[])
+        first_trips = {k: list(v) for k, v in loops.trips.items()}
+        t_one = max(time.perf_counter() - t1, 1e-4)
+        n = sample if sample else int(max(1, min(MAX_SAMPLE, (budget_s - (t1 - t0) - t_one) / t_one)))
+        rest = [b for b in _sample(nblocks, n) if b != 0] if nblocks > 1 else []
+        reports = [first]
+        if rest:
+            reports.append(trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=rest,
+                                 detail_blocks=[]))
+    finally:
+        if saved is missing:
+            g.pop("range", None)
+        else:
+            g["range"] = saved
+    code = fn.__code__
+    scale_all = loops.scales(code)
+    first_loops = LoopSampler()
+    first_loops.trips = first_trips
+    scaled = [_Scaled(first, first_loops.scales(code))] + [_Scaled(r, scale_all) for r in reports[1:]]
+    sampled = 1 + len(rest)
+    scale = nblocks / sampled
+    c = Counts(blocks=nblocks, sampled=sampled, threads_per_block=tpb)
+    for sc in scaled:
+        c.gld_requests += sc.total("global", "load")
+        c.gld_sectors += sc.total("global", "load", "count")
+        c.gst_requests += sc.total("global", "store")
+        c.gst_sectors += sc.total("global", "store", "count")
+        c.shared_wavefronts += sc.total("shared", "load", "count") + sc.total("shared", "store", "count")
+        c.shared_requests += sc.total("shared", "load") + sc.total("shared", "store")
+        c.atomics += sc.total("global", "atomic") + sc.total("shared", "atomic")
+        c.steps += sum(sc.steps.values()) if sc.steps else 0.0
+    for k in ("gld_requests", "gld_sectors", "gst_requests", "gst_sectors", "shared_wavefronts",
+              "shared_requests", "atomics", "steps"):
+        setattr(c, k, getattr(c, k) * scale)
+    ratio, c.l1_hit, c.ilp, c.partial_stores = _lines_and_reuse(detail)
+    c.lines = (c.gld_sectors + c.gst_sectors) * ratio
+    c.footprint = _footprint(scaled, args, scale)
+    if c.atomics:  # atomics on one address: an output of one element takes them all
+        smallest = min((a.size for a in args if isinstance(a, np.ndarray)), default=1)
+        c.atomic_chain = c.atomics / max(1, min(smallest, c.atomics))
+    if any(asked > run for asked, run in loops.trips.values()):
+        c.how.append(f"loops of more than {LOOP_CAP} trips ran their first {LOOP_CAP}; their lines' counts scaled")
+    c.how.append(f"traced {sampled} of {nblocks} blocks ({time.perf_counter() - t0:.1f} s)")
+    c.kernel_file = code.co_filename
+    return c, scaled[0]
+
+
+# --- the model -------------------------------------------------------------------------------------------------
+
+
+def ceilings(c: Counts, k: Constants = H200) -> dict:
+    """One time in seconds per ceiling (see the module docstring), unsorted."""
+    from course import occupancy
+
+    regs = c.registers or k.default_registers
+    try:
+        occ = occupancy.occupancy(regs, c.threads_per_block, c.shared_bytes)
+        blocks_per_sm = max(1, occ.blocks_per_sm)
+    except Exception:  # a block too large for the model: the launch itself will say so
+        blocks_per_sm = 1
+    wpb = math.ceil(c.threads_per_block / 32)
+    c.resident_warps = max(1.0, min(blocks_per_sm * wpb, c.blocks * wpb / k.sms))
+    out = {}
+    c.dram_bytes = 0.0 if c.footprint <= k.l2_resident_bytes else c.footprint
+    out["dram"] = c.dram_bytes / k.dram_bps
+    full_st = c.gst_sectors * (1.0 - c.partial_stores)
+    part_st = c.gst_sectors * c.partial_stores
+    l2_sectors = c.gld_sectors * (1.0 - c.l1_hit) + full_st + c.atomics
+    out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
+    l1_wf = c.lines + c.shared_wavefronts
+    t_l1 = l1_wf / (k.sms * k.clock_hz * k.l1_wavefronts_per_cycle)
+    out["shared" if c.shared_wavefronts > c.lines else "l1"] = t_l1
+    wi = c.warp_instructions if c.warp_instructions is not None else c.steps * k.instructions_per_step
+    out["issue"] = wi / (k.sms * k.schedulers * k.clock_hz * k.issue_efficiency)
+    out["atomics"] = c.atomic_chain * k.atomic_same_address_s
+    # latency: each wave of resident blocks waits for its loads one round trip after another
+    waves = c.blocks / (blocks_per_sm * k.sms)
+    warps = c.blocks * wpb
+    trips = (c.gld_requests / warps) / max(1.0, c.ilp) if warps else 0.0
+    store_drain = k.store_latency_s if c.gst_requests else 0.0
+    out["latency"] = max(1.0, waves) * (trips * k.latency_s + store_drain) if c.gld_requests else 0.0
+    out["launch"] = k.launch_floor_s
+    return out
+
+
+def combine(ceil: dict, k: Constants = H200) -> float:
+    """The predicted time: the largest ceiling plus ``overlap`` × the next."""
+    v = sorted(ceil.values(), reverse=True)
+    return v[0] + k.overlap * (v[1] if len(v) > 1 else 0.0)
+
+
+_WHY = {
+    "dram": "the bytes it must move to and from HBM take longest: fewer bytes (no re-reads, smaller types) "
+            "or a kernel that does more per byte moves the limit",
+    "l2": "traffic between the SMs and the L2 takes longest: many sectors per request (uncoalesced, or the same "
+          "data fetched again) — coalesce, or reuse through shared memory",
+    "l1": "the L1's data path is busiest: global requests that touch many 128-byte lines each (uncoalesced) — "
+          "make neighbouring lanes touch neighbouring addresses",
+    "shared": "shared-memory wavefronts take longest (bank conflicts multiply them): pad or swizzle the tile, "
+              "or load wider",
+    "issue": "the schedulers issue instructions every cycle: fewer instructions per element (cheaper "
+             "indices, wider loads, more work per thread) is the way down",
+    "fp64": "the double-precision pipe is the limit",
+    "atomics": "atomics on one address run one after another: combine in the block first (shared memory or "
+               "shuffles), then one atomic per block",
+    "latency": "no unit is busy: too few loads in flight to hide the memory latency — more independent loads "
+               "per thread (unroll, wider loads) or more warps per SM",
+    "launch": "the launch is so small that its fixed cost is most of it: do more per launch",
+}
+
+
+def stated_error() -> str:
+    """The accuracy on held-out kernels, as recorded by the last validation (``data/explain_validation.json``)."""
+    try:
+        v = json.loads(VALIDATION.read_text())["held_out"]
+        return (f"on {v['n']} held-out H200 kernels: median error {v['median_error']:.2f}×, "
+                f"{v['within_2x']:.0%} within 2×, limiter right on {v['limiter_agree']:.0%}")
+    except (OSError, ValueError, KeyError):
+        return "not yet validated"
+
+
+def predict(c: Counts, k: Constants = H200) -> tuple:
+    """(seconds, limiter, ceilings in seconds sorted binding first) for counted launch ``c``."""
+    ceil = ceilings(c, k)
+    ordered = dict(sorted(ceil.items(), key=lambda kv: -kv[1]))
+    limiter = next(iter(ordered))
+    return combine(ceil, k), limiter, ordered
+
+
+def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_s=BUDGET_S) -> Explanation:
+    """Explain one launch ``kernel[griddim, blockdim](*args)`` on the H200: predicted time, limiter, ceilings.
+
+    Works on every backend: on the CPU the kernel is traced (on copies of the arrays); on a GPU it is also
+    measured (launches queued behind a sleeping kernel, launch overhead apart) unless ``measure=False``.
+    """
+    from course import compiler, engine
+
+    t0 = time.perf_counter()
+    fn = engine.kernel_py_func(kernel)
+    host_args = tuple(_host(a) for a in args)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        fut = pool.submit(compiler.summary, fn, _argtypes(host_args))
+    except Exception:
+        fut = None
+    c, first = count(kernel, griddim, blockdim, host_args, dynshared=dynshared, budget_s=budget_s)
+    sass = None
+    if fut is not None:
+        try:
+            sass = fut.result(timeout=max(0.5, 4.5 - (time.perf_counter() - t0)))
+        except Exception:  # no compiler, or it took too long: the fallback estimate below says so
+            sass = None
+    pool.shutdown(wait=False)
+    if sass and "error" not in sass:
+        add_compiler_facts(c, first, sass, dynshared)
+    else:
+        c.how.append("instructions: no compiler facts; warp line steps × a fitted average")
+    seconds, limiter, ordered = predict(c)
+    measured = None
+    if measure is not False and course.on_gpu():
+        measured = measure_ms(kernel, griddim, blockdim, args, dynshared=dynshared)
+    return Explanation(kernel=fn.__name__, ms=seconds * 1e3, limiter=limiter,
+                       ceilings={k: v * 1e3 for k, v in ordered.items()},
+                       launch_overhead_ms=launch_overhead_ms(), why=_WHY[limiter], counts=c, sampled=c.sampled,
+                       seconds=time.perf_counter() - t0, error=stated_error(),
+                       measured_ms=None if measured is None else measured)
+
+
+def add_compiler_facts(c: Counts, first, sass: dict, dynshared=0) -> None:
+    """Registers, shared bytes and the SASS-based instruction count (block 0's lines, scaled by all steps)."""
+    c.registers = sass.get("registers") or None
+    c.shared_bytes = int(sass.get("shared_bytes", 0)) + int(dynshared or 0)
+    wi1 = _instructions(first, c.kernel_file, sass, math.ceil(c.threads_per_block / 32))
+    s1 = sum(first.steps.values())
+    if wi1 is not None and s1:
+        c.warp_instructions = wi1 / s1 * c.steps
+        c.how.append("instructions: SASS per source line × warp executions of the line (block 0), scaled")
+
+
+def launch_overhead_ms() -> float:
+    """numba's host time to issue one launch: measured here on a GPU, else the H200 run's record."""
+    if course.on_gpu():
+        from numba import cuda
+
+        from course import bench
+
+        if "empty" not in _OVERHEAD:
+            @cuda.jit
+            def empty(x):
+                pass
+
+            _OVERHEAD["empty"] = empty
+            _OVERHEAD["x"] = cuda.device_array(1, np.float32)
+        k, x = _OVERHEAD["empty"], _OVERHEAD["x"]
+        k[1, 32](x)
+        return bench.host_ms(lambda: k[1, 32](x), calls=50)
+    from course import measurements
+
+    for r in measurements.load("kernel_profiles"):
+        if r.get("variant") == "empty_kernel" and r.get("host_issue_ms"):
+            return float(r["host_issue_ms"])
+    return float("nan")
+
+
+_OVERHEAD: dict = {}
+
+
+def measure_ms(kernel, griddim, blockdim, args, *, dynshared=0) -> float:
+    """The kernel alone on this GPU, launches queued (:func:`course.bench.time_queued`), in ms."""
+    import statistics
+
+    from course import bench
+
+    k = kernel[griddim, blockdim, 0, dynshared] if dynshared else kernel[griddim, blockdim]
+    return statistics.median(bench.time_queued(lambda: k(*args), reps=5))
