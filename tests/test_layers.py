@@ -126,10 +126,10 @@ def test_exemptions_are_still_needed():
 BELOW = {
     "course.device": set(),
     "course.engine": {"course", "course.device"},
-    "course.analysis": {"course", "course.device"},
-    "course.analysis_vectorised": {"course", "course.device", "course.analysis"},
-    "course.trace": {"course", "course.device", "course.engine", "course.analysis", "course.analysis_vectorised",
-                     "course.compiler"},
+    "course.trace.analysis": {"course", "course.device"},
+    "course.trace.analysis_vectorised": {"course", "course.device", "course.trace.analysis"},
+    "course.trace": {"course", "course.device", "course.engine", "course.trace.analysis", "course.trace.analysis_vectorised",
+                     "course.trace.compiler"},
 }
 
 

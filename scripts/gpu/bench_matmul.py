@@ -51,8 +51,8 @@ os.environ["CUPY_TF32"] = "0"
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 
 def arguments(ap):

@@ -47,8 +47,9 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import BenchError, Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench import BenchError  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 
 def arguments(ap):

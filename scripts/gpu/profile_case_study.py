@@ -49,8 +49,8 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench, bench_harness  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 
 def arguments(ap):
@@ -429,7 +429,7 @@ def sanitizer():
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text, rc = f"timed out after 45 s\n{out}", None
-        text = bench.scrub(text)
+        text = bench_harness.scrub(text)
         H.write_text(f"sanitizer_{name}.log", " ".join(cmd) + "\n\n" + text[-40000:])
         lines = [ln for ln in text.splitlines() if ln.startswith("=========")
                  and "cuGetProcAddress" not in ln and "Host Frame" not in ln and "Saved host backtrace" not in ln]

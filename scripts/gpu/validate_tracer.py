@@ -7,7 +7,7 @@ Cases: ``NCU_CASES`` of ``course.validation.tracer_suite`` and of every ``course
 has one (``--modules`` narrows the list).  Each case is one kernel launch.
 
 How (three processes: this one, which runs no kernel itself, starts the other two; it runs under
-``course.bench.Script`` with ``gpu="children"``):
+``course.measure.bench_harness.Script`` with ``gpu="children"``):
 
 1. the **tracer** side: a child on the CPU engine (``COURSE_BACKEND=cpu``) traces each case with
    ``course.trace.trace`` and writes its eight totals, its divergence estimate and the hand-derived
@@ -43,7 +43,7 @@ import traceback
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from course.bench import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
+from course.measure.bench_harness import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
 
 TOTAL_KEYS = [
     "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
@@ -145,7 +145,7 @@ def tracer_side(args) -> None:
         try:
             r = trace(c.kernel, c.griddim, c.blockdim, *c.args(0), dynshared=c.dynshared)
             rec["tracer"] = r.totals()
-            rec["compiler"] = r.compiler  # lines where ptxas merged neighbouring shared accesses (course.compiler)
+            rec["compiler"] = r.compiler  # lines where ptxas merged neighbouring shared accesses (course.trace.compiler)
             bc = r.bank_conflicts()
             rec["tracer_extra"] = {"shared_load_bank_conflicts": bc["load"], "shared_store_bank_conflicts": bc["store"]}
             try:
@@ -168,7 +168,7 @@ def tracer_side(args) -> None:
 def gpu_side(args) -> None:
     import numpy as np
 
-    from course import bench
+    from course.measure import bench
     from numba import cuda, typeof
 
     cases, errors = load_cases(case_modules(args.modules))
@@ -215,7 +215,7 @@ def sass_memory_ops(compiled):
     Explains a difference with ncu: e.g. ``LDS.128`` where the tracer sees four 4-byte loads, or a
     predicated ``@P0 LDS``.  Needs nvdisasm; returns a note when it is missing.
     """
-    from course.compiler import SASS_MEM_OP  # (this runs in the GPU child, where course is imported)
+    from course.trace.compiler import SASS_MEM_OP  # (this runs in the GPU child, where course is imported)
 
     try:
         sass = compiled.inspect_sass()

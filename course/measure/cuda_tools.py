@@ -2,7 +2,7 @@
 
 :func:`find_tool` finds ``ncu``, ``compute-sanitizer``, ``cuobjdump`` or ``nvdisasm``; :func:`ncu_profile` runs a
 child command under Nsight Compute and :func:`parse_ncu_csv` reads its launches; :func:`sass_instructions`
-reads an nvdisasm listing.  Every public name here is also reachable as ``course.bench.<name>``.
+reads an nvdisasm listing.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import subprocess
 from typing import Iterable, Optional
 
-from course.bench import BenchError
-from course.bench_harness import scrub
+from course.measure.bench import BenchError
+from course.measure.bench_harness import scrub
 
 # --- tools of the CUDA toolkit: Nsight Compute -------------------------------------------------------------
 
