@@ -335,6 +335,23 @@ def test_parse_ncu_csv_groups_metrics_by_launch():
     assert [g["dram__bytes_read.sum"] for g in got] == [1024.0, 4096.0] and got[0]["gpu__time_duration.sum"] == 2000
 
 
+
+def test_ncu_launches_is_the_one_reader_of_ncus_csv():
+    """Every script shapes ncu's launches from ncu_launches; a launch ID that is no number is not a launch."""
+    text = ('==PROF== Connected\n"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"1","k2","w","","n/a"\n"0","k","dram__bytes_read.sum","byte","1,024"\n"x","k3","a","","1"\n')
+    assert cuda_tools.ncu_launches(text) == [
+        {"id": 0, "kernel": "k", "rows": [("dram__bytes_read.sum", "byte", "1,024")]},
+        {"id": 1, "kernel": "k2", "rows": [("w", "", "n/a")]}]
+    assert cuda_tools.ncu_launches("no table here") == []
+    number = cuda_tools.ncu_number
+    assert [number("1,024"), number(" 12.5 "), number("3.0"), number(""), number(None), number("n/a")] == [
+        1024, 12.5, 3, None, None, "n/a"]
+    assert isinstance(number("3.0"), int) and number("n/a", words=False) is None
+    scripts = ROOT / "scripts" / "gpu"
+    copies = [p.name for p in scripts.glob("*.py") if "csv.DictReader" in p.read_text(encoding="utf-8")]
+    assert not copies, f"these scripts read ncu's CSV themselves: use course.measure.cuda_tools.ncu_launches: {copies}"
+
 def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()

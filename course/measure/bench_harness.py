@@ -128,6 +128,15 @@ class Script:
     def log(self, msg: str) -> None:
         print(f"[{self.elapsed():6.1f}s] {msg}", flush=True)
 
+    def optional(self, module: str):
+        """``module`` imported, or None (logged) where it is missing: a missing library is a missing reference,
+        not a failed run."""
+        try:
+            return __import__(module)
+        except Exception as e:
+            self.log(f"{module} not available ({type(e).__name__}: {e}); its references are skipped")
+            return None
+
     def bench(self, benchmark: str) -> Bench:
         """The :class:`Bench` of ``benchmark`` (one per name, sharing this process's provenance and run id)."""
         if benchmark not in self.benches:

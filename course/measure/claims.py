@@ -55,6 +55,7 @@ import re
 import sys
 
 from course import chapters
+from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLAIMS = ROOT / "data" / "claims.json"
@@ -68,7 +69,6 @@ CHAPTER_IDS = tuple(ch.file[: -len(".ipynb")] for ch in chapters.CHAPTERS)
 SEED_FILE = re.compile(r"^(\d{3})_[0-9a-f]{16}\.txt$")
 CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all")
 JUDGED = ("confirmed", "corrected", "refuted")
-NOT_MEASURED = "not measured yet"
 
 
 class ClaimsError(ValueError):

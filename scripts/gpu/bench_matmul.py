@@ -75,14 +75,6 @@ FAILED: dict = {}  # variant -> message: recorded as matmul's own "failed" recor
 CHECKS: list = []
 
 
-def optional(module):
-    try:
-        return __import__(module)
-    except Exception as e:  # a missing library is a missing reference, not a failed run
-        log(f"{module} not available ({type(e).__name__}: {e}); its references are skipped")
-        return None
-
-
 VERSIONS = list(MM.MATMUL_VERSIONS.values())
 SWEEP = [] if ARGS.no_sweep else MM.sweep_candidates()
 if ARGS.dry_run and SWEEP:
@@ -169,8 +161,8 @@ if SKIPPED:
 
 # --- 2–3. the big product: references, checks, timing ------------------------------------------------------
 
-cp = optional("cupy") if GPU else None
-torch = optional("torch") if GPU else None
+cp = H.optional("cupy") if GPU else None
+torch = H.optional("torch") if GPU else None
 LIB_INFO = {"CUPY_TF32": os.environ.get("CUPY_TF32")}
 
 

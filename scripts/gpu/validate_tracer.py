@@ -28,9 +28,7 @@ recorded beside the eight counts for the chapters; they are not part of the equa
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
-import io
 import json
 import os
 import pathlib
@@ -44,6 +42,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from course.measure.bench_harness import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
+from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
 TOTAL_KEYS = [
     "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
@@ -234,32 +233,11 @@ def sass_memory_ops(compiled):
 # Parsing ncu's CSV
 
 
-def _number(text):
-    t = (text or "").strip().replace(",", "")
-    if t in ("", "n/a", "N/A"):
-        return None
-    try:
-        v = float(t)
-    except ValueError:
-        return None
-    return int(v) if v.is_integer() else v
-
-
 def parse_ncu_csv(text: str) -> list:
-    """Profiled launches in order: [{'id', 'kernel', metric name: value}]."""
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    launches: dict = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        try:
-            lid = int(row["ID"])
-        except (KeyError, ValueError, TypeError):
-            continue
-        d = launches.setdefault(lid, {"id": lid, "kernel": row.get("Kernel Name", "")})
-        d[row.get("Metric Name", "")] = _number(row.get("Metric Value"))
-    return [launches[k] for k in sorted(launches)]
+    """Profiled launches in order: [{'id', 'kernel', metric name: value}] (a value that is no number: None)."""
+    return [{"id": launch["id"], "kernel": launch["kernel"],
+             **{name: ncu_number(value, words=False) for name, _, value in launch["rows"]}}
+            for launch in ncu_launches(text)]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,12 +20,12 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
 from course.trace import analysis
 from course.show.widgets.banks import passes_svg
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 VALIDATION = ROOT / "data" / "tracer_validation.json"
-NOT_MEASURED = "not measured yet"
 
 
 # --- pure functions over a finished report --------------------------------------------------------------
