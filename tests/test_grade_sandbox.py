@@ -336,7 +336,7 @@ def test_two_graders_on_one_machine_give_their_kernels_different_uids():
 
     mine = sandbox.claim_uids(2)
     try:
-        p = subprocess.run([sys.executable, "-c", "from course import sandbox; print(*sandbox.claim_uids(3))"],
+        p = subprocess.run([sys.executable, "-c", "from course.grading import sandbox; print(*sandbox.claim_uids(3))"],
                            cwd=ROOT, capture_output=True, text=True, timeout=60)
         theirs = [int(x) for x in p.stdout.split()]
         assert len(mine) == 2 and len(theirs) == 3 and not set(mine) & set(theirs), (mine, theirs, p.stderr)
