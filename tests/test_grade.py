@@ -23,7 +23,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
 INPUTS = [ROOT / "solutions", ROOT / "exercises" / "05_transpose.ipynb", FIXTURES / "adversarial", FIXTURES / "wrong"]
 N_SOLUTIONS = len(list((ROOT / "solutions").glob("*.ipynb")))
 FIELDS = ["student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message"]
-GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grade.py"]
+GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grading"]
 
 
 def _hashes(paths):

@@ -353,7 +353,7 @@ def test_the_rlimits_fallback_limits_what_a_kernel_may_do(tmp_path):
     code = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_FSIZE)[0], resource.getrlimit(resource.RLIMIT_AS)[0],"
             " resource.getrlimit(resource.RLIMIT_CORE)[0])\ntry:\n    open('big', 'wb').write(b'x' * (2 << 20))\n"
             "except OSError as e:\n    print('refused', e.errno)\n")
-    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                         sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     fsize, vm, core = map(int, p.stdout.split()[:3])
     assert fsize == 1 << 20 and vm == sandbox.LIMITS["address_space"] and core == 0
@@ -372,7 +372,7 @@ def test_bwrap_box_sees_no_grader_no_repository_no_network(tmp_path):
             f"print(os.path.exists({str(ROOT / 'solutions')!r}))\n"
             "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('net')\nexcept OSError:\n    print('nonet')\n"
             "try:\n    open('/usr/x', 'w')\nexcept OSError:\n    print('ro')\n")
-    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                         sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     procs, repo, net, ro = p.stdout.split()
     assert int(procs) <= 3 and repo == "False" and net == "nonet" and ro == "ro", p.stdout + p.stderr
@@ -446,7 +446,7 @@ def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
         code = ("import subprocess\nps = []\ntry:\n    for i in range(60):\n"
                 "        ps.append(subprocess.Popen(['sleep', '3']))\nexcept OSError as e:\n    print('refused', len(ps))\n"
                 "for p in ps:\n    p.kill()\n")
-        p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+        p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                             sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert p.stdout.startswith("refused") and int(p.stdout.split()[1]) < 20, p.stdout + p.stderr
     finally:
