@@ -3,7 +3,7 @@ occupancy calculator, the memory system's units, and the simulated device's fact
 
 The limits are those of compute capability 9.0 (the H200 the course measures on); a launch that a
 real H200 would refuse is refused on the CPU too, with the same reason.  :mod:`course.engine`,
-:mod:`course.occupancy` (``H200``) and :mod:`course.analysis` take their numbers from here.
+:mod:`course.measure.occupancy` (``H200``) and :mod:`course.trace.analysis` take their numbers from here.
 """
 
 NAME = "NVIDIA H200"

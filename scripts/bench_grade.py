@@ -44,7 +44,7 @@ def run(paths, jobs: int) -> dict:
     out = tempfile.mkdtemp(prefix="bench-grade-")
     try:
         t0 = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "course.grade", *map(str, paths), "--out", out, "--jobs", str(jobs)],
+        p = subprocess.run([sys.executable, "-m", "course.grading.grade", *map(str, paths), "--out", out, "--jobs", str(jobs)],
                            cwd=ROOT, capture_output=True, text=True)
         seconds = time.monotonic() - t0
         if p.returncode != 0:
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         workloads["solutions"] = run([ROOT / "solutions"], a.jobs)
         print("solutions", workloads["solutions"], file=sys.stderr)
     doc = {
-        "what": "course.grade throughput: submissions graded per minute per core (CPU; the grader, not a GPU)",
+        "what": "course.grading.grade throughput: submissions graded per minute per core (CPU; the grader, not a GPU)",
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit,
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),

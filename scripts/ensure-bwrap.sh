@@ -1,5 +1,5 @@
 #!/bin/sh
-# The grader runs each submitted notebook's kernel in bubblewrap where it can (course/sandbox.py); the tests
+# The grader runs each submitted notebook's kernel in bubblewrap where it can (course/grading/sandbox.py); the tests
 # run the hostile submissions against it. Install Debian's package when it is missing. Where it cannot be
 # installed (no root, no sudo, no apt), the grader and the tests use the documented fallback.
 command -v bwrap >/dev/null 2>&1 && exit 0

@@ -2,7 +2,7 @@
 
     python site/sitetool.py execute --out DIR [--jobs N] [--chapters 4 5]
         Run every chapter notebook (course.chapters order) with nbclient on the current backend and write
-        DIR/NN_slug.nb.json (outputs + saved widget state) and DIR/provenance.json (course.bench.provenance()
+        DIR/NN_slug.nb.json (outputs + saved widget state) and DIR/provenance.json (course.measure.bench.provenance()
         of this machine, plus per chapter: seconds, error outputs, a hash of its code cells).  The GPU lane
         runs it on the H200 (``sh scripts/gpu_lane.sh OUTDIR execute``); without a GPU it runs on the CPU
         engine and says so.
@@ -151,13 +151,13 @@ def execute_notebook(src: pathlib.Path, dst: pathlib.Path, *, backend: str | Non
 
 def _relative_paths(nb) -> None:
     """Outputs name the repository's files by their path inside it, and no other path of the machine that ran
-    them (a library's file in a warning becomes ``…/dispatcher.py:748``, as :func:`course.bench.scrub` writes it).
+    them (a library's file in a warning becomes ``…/dispatcher.py:748``, as :func:`course.measure.bench_harness.scrub` writes it).
 
     Only text is rewritten: images and other binary outputs (base64, where '/' is a letter) stay as they are.
     """
     import nbformat
 
-    from course.bench import scrub
+    from course.measure.bench_harness import scrub
 
     prefix = str(ROOT) + "/"
     binary = ("image/", "application/pdf")
@@ -189,12 +189,12 @@ def _execute_job(args):
 
 
 def machine_provenance(backend: str | None) -> dict:
-    """course.bench.provenance() in a fresh process on the backend the notebooks run on."""
-    code = "import json, course.bench as b; print(json.dumps(b.provenance()))"
+    """course.measure.bench.provenance() in a fresh process on the backend the notebooks run on."""
+    code = "import json, course.measure.bench as b; print(json.dumps(b.provenance()))"
     out = subprocess.run([sys.executable, "-c", code], env=_kernel_env(backend), cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
-        raise SystemExit(f"could not read the machine's provenance (course.bench.provenance()):\n{out.stderr[-3000:]}")
+        raise SystemExit(f"could not read the machine's provenance (course.measure.bench.provenance()):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -449,7 +449,7 @@ def _best(records, key, exclude):
 
 def headline_table() -> str:
     """The measured headline results, computed from the recorded H200 runs in data/."""
-    from course import measurements as M
+    from course.measure import measurements as M
 
     def rec(r):
         return f"`data/measurements/{r['benchmark']}.json`, run `{r['run']}` ({r['device']}, {r['date'][:10]})"

@@ -1,11 +1,11 @@
-"""course.analysis: banks, wavefronts and sectors on hand-derived warps (no kernels run here)."""
+"""course.trace.analysis: banks, wavefronts and sectors on hand-derived warps (no kernels run here)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from course import analysis as an
+from course.trace import analysis as an
 
 
 def lanes(fn, n=32):
@@ -133,7 +133,7 @@ def test_bad_input_says_what_is_wrong():
 
 def test_tracer_vectorised_counting_agrees_with_analysis():
     # course.trace counts many warps at once with NumPy; it must follow these functions exactly
-    from course import analysis_vectorised as vec
+    from course.trace import analysis_vectorised as vec
 
     rng = np.random.default_rng(7)
     for size in (1, 2, 4, 8, 16, 24, 32):  # 24, 32: whole records of a structured dtype, 128 bytes per phase

@@ -1,4 +1,4 @@
-"""course.bench and course.measurements: what can be checked without a GPU.
+"""course.measure.bench and course.measure.measurements: what can be checked without a GPU.
 
 Timing itself needs a GPU and is refused here (tested); the arithmetic, the records, the correctness
 check before timing and the reading of recorded runs are tested on the CPU backend.
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import course
-from course import bench, measurements
-from course.bench import Bench, BenchError
+from course.measure import bench, bench_harness, cuda_tools, measurements
+from course.measure.bench import Bench, BenchError
 from numba import cuda
 
 ON_GPU = course.on_gpu()
@@ -49,7 +49,7 @@ def test_timing_is_refused_on_the_cpu_with_a_clear_message():
     with pytest.raises(BenchError) as err:
         bench.time_ms(lambda: None)
     msg = str(err.value)
-    assert "real GPU" in msg and "CPU wall time" in msg and "course.measurements.load" in msg
+    assert "real GPU" in msg and "CPU wall time" in msg and "course.measure.measurements.load" in msg
     with pytest.raises(BenchError):
         bench.host_ms(lambda: None)
 
@@ -263,7 +263,7 @@ def test_bench_transpose_dry_run_checks_every_version_and_writes_records(tmp_pat
     assert measurements.load("transpose", data_dir=tmp_path) == []
 
 
-# --- the harness of scripts/gpu (course.bench.Script) ---------------------------------------------------------
+# --- the harness of scripts/gpu (course.measure.bench_harness.Script) ---------------------------------------------------------
 
 import os  # noqa: E402
 import subprocess  # noqa: E402
@@ -280,19 +280,19 @@ OPT, WORK, ROOTDIR = "/" + "opt/", "/" + "work/", "/" + "root/"
 def test_scrub_replaces_machine_paths_by_their_last_component():
     text = (f"/usr/local/cuda/bin/compute-sanitizer --tool memcheck {OPT}torch/.venv/bin/python3 "
             f"{WORK}main/scripts/gpu/x.py --out {ROOTDIR}out/lane/measurements")
-    got = bench.scrub(text)
+    got = bench_harness.scrub(text)
     for prefix in ("/usr/", OPT, WORK, ROOTDIR):
         assert prefix not in got, got
     assert "…/compute-sanitizer" in got and "…/x.py" in got and "--tool memcheck" in got
-    assert bench.scrub("2 of 3 sectors, 4/8 wavefronts") == "2 of 3 sectors, 4/8 wavefronts"  # ratios stay
+    assert bench_harness.scrub("2 of 3 sectors, 4/8 wavefronts") == "2 of 3 sectors, 4/8 wavefronts"  # ratios stay
 
 
 def test_script_refuses_to_time_without_a_gpu_unless_dry_run(tmp_path):
     if ON_GPU:
         pytest.skip("this process has a GPU")
     with pytest.raises(SystemExit, match="--dry-run"):
-        bench.Script("doc", "x", argv=["--out", str(tmp_path)])
-    h = bench.Script("doc", "x", argv=["--out", str(tmp_path / "o"), "--dry-run", "--reps", "3"])
+        bench_harness.Script("doc", "x", argv=["--out", str(tmp_path)])
+    h = bench_harness.Script("doc", "x", argv=["--out", str(tmp_path / "o"), "--dry-run", "--reps", "3"])
     assert h.reps == 3 and h.dry_run and not h.gpu and (tmp_path / "o").is_dir()
     assert h.time_ms(lambda: None) is None  # on the CPU: called once, never timed
     rec = h.record("x_part", "v", None, 0, (4, 5), "float32", note=f"{ROOTDIR}secret/file.txt")
@@ -309,9 +309,9 @@ def test_script_refuses_to_time_without_a_gpu_unless_dry_run(tmp_path):
 def test_no_script_repeats_the_preamble_or_reaches_into_bench_privates():
     for path in SCRIPTS:
         text = path.read_text()
-        assert "bench._" not in text and "._prov" not in text, f"{path.name} uses a private name of course.bench"
-        assert "argparse.ArgumentParser(" not in text, f"{path.name} parses its own arguments: use course.bench.Script"
-        assert "Script(" in text, f"{path.name} does not run under course.bench.Script"
+        assert "bench._" not in text and "._prov" not in text, f"{path.name} uses a private name of course.measure.bench"
+        assert "argparse.ArgumentParser(" not in text, f"{path.name} parses its own arguments: use course.measure.bench_harness.Script"
+        assert "Script(" in text, f"{path.name} does not run under course.measure.bench_harness.Script"
 
 
 def test_sass_instructions_keep_instructions_only_and_resolve_labels():
@@ -323,7 +323,7 @@ def test_sass_instructions_keep_instructions_only_and_resolve_labels():
         /*0010*/              @!P0 BRA `(.L_x_0) ;                       /* 0x0000000000008947 */
         /*0020*/                   FSEL R3, R4, R5, P0 ;                 /* 0x0000000504037208 */
     """
-    got = bench.sass_instructions(listing)
+    got = cuda_tools.sass_instructions(listing)
     assert got == [(0, "ISETP.GE.AND P0, PT, R0, 0x1, PT"), (0x10, "@!P0 BRA 0x0000"), (0x20, "FSEL R3, R4, R5, P0")]
 
 
@@ -331,9 +331,26 @@ def test_parse_ncu_csv_groups_metrics_by_launch():
     text = ('==PROF== Connected\n"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
             '"0","k","dram__bytes_read.sum","byte","1,024"\n"0","k","gpu__time_duration.sum","ns","2000"\n'
             '"1","k","dram__bytes_read.sum","byte","4096"\n')
-    got = bench.parse_ncu_csv(text)
+    got = cuda_tools.parse_ncu_csv(text)
     assert [g["dram__bytes_read.sum"] for g in got] == [1024.0, 4096.0] and got[0]["gpu__time_duration.sum"] == 2000
 
+
+
+def test_ncu_launches_is_the_one_reader_of_ncus_csv():
+    """Every script shapes ncu's launches from ncu_launches; a launch ID that is no number is not a launch."""
+    text = ('==PROF== Connected\n"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"1","k2","w","","n/a"\n"0","k","dram__bytes_read.sum","byte","1,024"\n"x","k3","a","","1"\n')
+    assert cuda_tools.ncu_launches(text) == [
+        {"id": 0, "kernel": "k", "rows": [("dram__bytes_read.sum", "byte", "1,024")]},
+        {"id": 1, "kernel": "k2", "rows": [("w", "", "n/a")]}]
+    assert cuda_tools.ncu_launches("no table here") == []
+    number = cuda_tools.ncu_number
+    assert [number("1,024"), number(" 12.5 "), number("3.0"), number(""), number(None), number("n/a")] == [
+        1024, 12.5, 3, None, None, "n/a"]
+    assert isinstance(number("3.0"), int) and number("n/a", words=False) is None
+    scripts = ROOT / "scripts" / "gpu"
+    copies = [p.name for p in scripts.glob("*.py") if "csv.DictReader" in p.read_text(encoding="utf-8")]
+    assert not copies, f"these scripts read ncu's CSV themselves: use course.measure.cuda_tools.ncu_launches: {copies}"
 
 def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst"
@@ -347,7 +364,7 @@ def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):
     failed = {"benchmark": "b", "variant": "failed", "failed": "boom", "run": "new"}
     (src / "b.json").write_text(json.dumps([good, dry, cpu, failed]))
     (dst / "b.json").write_text(json.dumps([dict(good, run="old"), dict(good, variant="stale")]))
-    assert bench.import_records(src, dst) == {"b": 1}
+    assert bench_harness.import_records(src, dst) == {"b": 1}
     recs = json.loads((dst / "b.json").read_text())
     assert [(r["run"], r["variant"]) for r in recs] == [("old", "v"), ("new", "v")]
     assert recs[-1]["command"] == "…/python3 y"

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from course import chapters, claims
+from course import chapters
+from course.measure import claims
 
 SEEDS_PRESENT = claims.SEEDS_DIR.is_dir()
 needs_seeds = pytest.mark.skipif(not SEEDS_PRESENT, reason="shared/seeds/ (the source articles) is not next to the repo")

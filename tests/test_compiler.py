@@ -1,4 +1,4 @@
-"""course.compiler: what ptxas makes of a kernel, read without a GPU, and how the tracer uses it."""
+"""course.trace.compiler: what ptxas makes of a kernel, read without a GPU, and how the tracer uses it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import course  # noqa: F401
-from course import compiler
+from course.trace import compiler
 from course.trace import trace
 from numba import cuda, float32, typeof
 

@@ -3,7 +3,7 @@
 tests/fixtures/submissions/wrong/wrong_kernels_a.ipynb and wrong_kernels_b.ipynb hold, for every exercise
 added by issue 15 (and the changed ones), a wrong answer named as the exercise asks, with a comment that says
 what is wrong. Each is judged the way the grader judges a submission: found in the notebook's source,
-linted, compiled in this process (course.grade.scan / judge_one; host code with course.exercises.host
+linted, compiled in this process (course.grading.grade.scan / judge_one; host code with course.exercises.host
 .compile_host), then judged. The expected status and the words that must appear in the verdict come from
 what each mistake is, written here by hand, not from the grader's output.
 """
@@ -81,7 +81,7 @@ EXPECT_B = {
 
 def _judged(path):
     from course.exercises import host
-    from course.grade import judge_one, scan
+    from course.grading.grade import judge_one, scan
 
     nb = nbformat.read(path, as_version=4)
     found = scan(nb)

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from course.compiler import HARDWARE_MODE_PRELUDE
+from course.trace.compiler import HARDWARE_MODE_PRELUDE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# a bare `course` package in hardware mode (course.compiler's prelude), so that importing kernel modules
+# a bare `course` package in hardware mode (course.trace.compiler's prelude), so that importing kernel modules
 # does not choose the CPU backend here and they take their GPU setup
 SCRIPT = HARDWARE_MODE_PRELUDE + r'''
 import importlib

@@ -23,7 +23,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
 INPUTS = [ROOT / "solutions", ROOT / "exercises" / "05_transpose.ipynb", FIXTURES / "adversarial", FIXTURES / "wrong"]
 N_SOLUTIONS = len(list((ROOT / "solutions").glob("*.ipynb")))
 FIELDS = ["student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message"]
-GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grade.py"]
+GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grading"]
 
 
 def _hashes(paths):
@@ -36,7 +36,7 @@ def graded(tmp_path_factory):
     out = tmp_path_factory.mktemp("grade")
     before = _hashes(INPUTS + GRADER_FILES)
     proc = subprocess.run(
-        [sys.executable, "-m", "course.grade", *map(str, INPUTS), "--out", str(out), "--jobs", "2",
+        [sys.executable, "-m", "course.grading.grade", *map(str, INPUTS), "--out", str(out), "--jobs", "2",
          "--cell-timeout", "4", "--timeout", "60", "--launch-timeout", "3"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "COURSE_STRICT": "1"},
     )
@@ -91,7 +91,7 @@ def test_every_untouched_exercise_scores_zero(graded):
 def test_every_untouched_exercise_scores_zero_without_a_kernel(path):
     # the grader's steps after the notebook run: find the kernels in the source, compile, judge
     from course import exercises as E
-    from course.grade import expected_exercises, judge_isolated, scan, warm_up
+    from course.grading.grade import expected_exercises, judge_isolated, scan, warm_up
 
     warm_up()
     nb = nbformat.read(path, as_version=4)
@@ -176,7 +176,7 @@ def test_syntax_error_deleted_and_renamed_cells_corrupt_json(graded):
 
 
 def test_whole_notebook_limit_stops_the_kernel(tmp_path):
-    from course.grade import run_notebook
+    from course.grading.grade import run_notebook
 
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)"),
@@ -188,7 +188,7 @@ def test_whole_notebook_limit_stops_the_kernel(tmp_path):
 
 
 def _found(src):
-    from course.grade import scan
+    from course.grading.grade import scan
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import course\nfrom numba import cuda, float32\n\n" + src)])
@@ -197,7 +197,7 @@ def _found(src):
 
 def test_a_kernel_the_engine_cannot_interrupt_is_stopped_and_the_rest_still_graded():
     from course import exercises as E
-    from course.grade import judge_isolated
+    from course.grading.grade import judge_isolated
 
     # one huge integer power is a single C call: the engine's watchdog only acts between bytecodes
     found = _found("@cuda.jit\ndef vector_add(a, b, out, n):\n    x = 9 ** 99999999\n")
@@ -210,7 +210,7 @@ def test_a_kernel_the_engine_cannot_interrupt_is_stopped_and_the_rest_still_grad
 
 def test_a_kernel_that_allocates_too_much_fails_alone():
     from course import exercises as E
-    from course.grade import judge_isolated
+    from course.grading.grade import judge_isolated
 
     found = _found("@cuda.jit\ndef vector_add(a, b, out, n):\n    x = cuda.local.array(2 ** 34, float32)\n"
                    "    x[0] = 1\n")
@@ -220,7 +220,7 @@ def test_a_kernel_that_allocates_too_much_fails_alone():
 
 def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
     # a kernel lost before any cell ran is the machine's failure, not the learner's: one more start
-    from course import grade as G
+    from course.grading import grade as G
     from course.grading import notebook as N
 
     calls = []
@@ -261,7 +261,7 @@ def test_a_kernel_that_dies_while_starting_is_started_again(monkeypatch):
 def test_the_notebook_kernel_keeps_the_graders_python_path(monkeypatch, tmp_path):
     # the kernel imports its own copy of the course first; what the grader's PYTHONPATH holds must stay
     # reachable after it (on the GPU lane ipykernel lives only there: replacing it killed every kernel)
-    from course import grade as G
+    from course.grading import grade as G
 
     seen = {}
 

@@ -51,7 +51,7 @@ def _read(path):
 
 
 def _export(tmp_path, fmt, *extra):
-    from course.grade import main
+    from course.grading.grade import main
 
     assert main(["export", str(tmp_path), "--format", fmt, *extra]) == 0
     return _read(tmp_path / f"{fmt}.csv")
@@ -91,13 +91,13 @@ def test_nbgrader_layout(tmp_path):
 
 
 def test_export_says_what_is_missing(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "course.grade", "export", str(tmp_path), "--format", "canvas"],
+    p = subprocess.run([sys.executable, "-m", "course.grading.grade", "export", str(tmp_path), "--format", "canvas"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "no results.json" in p.stderr
 
 
 def test_gradescope_results_schema(tmp_path):
-    from course.gradebook import gradescope_results
+    from course.grading.gradebook import gradescope_results
 
     out = gradescope_results(_results(tmp_path))
     assert out["score"] == 3 + 2 + 7 + 0 + 0 + 3 + 3
@@ -111,13 +111,13 @@ def test_gradescope_results_schema(tmp_path):
 
 def test_gradescope_autograder_runs_against_a_root(tmp_path):
     z = tmp_path / "autograder.zip"
-    p = subprocess.run([sys.executable, "-m", "course.grade", "autograder", "--out", str(z)],
+    p = subprocess.run([sys.executable, "-m", "course.grading.grade", "autograder", "--out", str(z)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     root = tmp_path / "autograder"
     with zipfile.ZipFile(z) as f:
         names = f.namelist()
-        assert {"setup.sh", "run_autograder", "pyproject.toml", "course/grade.py"} <= set(names)
+        assert {"setup.sh", "run_autograder", "pyproject.toml", "course/grading/grade.py"} <= set(names)
         assert not any("__pycache__" in n for n in names)
         assert (f.getinfo("run_autograder").external_attr >> 16) & 0o111
         f.extractall(root / "source")
@@ -145,7 +145,7 @@ def test_classroom_command_mode(tmp_path):
     env.pop("COURSE_STRICT", None)
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "course.grade", "classroom", str(nb), "--timeout", "60", *extra],
+        return subprocess.run([sys.executable, "-m", "course.grading.grade", "classroom", str(nb), "--timeout", "60", *extra],
                               cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
     p = run()
@@ -154,8 +154,8 @@ def test_classroom_command_mode(tmp_path):
 
 
 def test_classroom_exit_status_follows_the_named_exercise(monkeypatch, capsys):
-    from course import gradebook
-    from course import grade as G
+    from course.grading import gradebook
+    from course.grading import grade as G
 
     rows = [{"submission": "a.ipynb", "exercise": "01.vector_add", "score": 0, "max_score": 3, "message": "no"},
             {"submission": "a.ipynb", "exercise": "01.matrix_add", "score": 3, "max_score": 3, "message": "ok"}]

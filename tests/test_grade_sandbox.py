@@ -27,7 +27,7 @@ GBK_NAME = "学生作业_01_programming_model.ipynb".encode("gbk")
 
 
 def _sandbox():
-    from course import sandbox
+    from course.grading import sandbox
 
     return sandbox.describe()
 
@@ -81,14 +81,14 @@ def graded(tmp_path_factory):
     planted_before = planted.exists()
     outs = [tmp / "shard1", tmp / "shard2"]
     procs = [subprocess.Popen(
-        [sys.executable, "-m", "course.grade", str(sub), "--out", str(out), "--shard", f"{i}/2",
+        [sys.executable, "-m", "course.grading.grade", str(sub), "--out", str(out), "--shard", f"{i}/2",
          "--cell-timeout", "8", "--timeout", "60", "--launch-timeout", "3", "--deadline", DEADLINE, "--seed", "class-a"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i, out in ((1, outs[0]), (2, outs[1]))]
     logs = [p.communicate(timeout=400) for p in procs]
     for p, (_o, e) in zip(procs, logs):
         assert p.returncode == 0, e[-3000:]
     merged = tmp / "merged"
-    m = subprocess.run([sys.executable, "-m", "course.grade", "merge", str(merged), *map(str, outs)],
+    m = subprocess.run([sys.executable, "-m", "course.grading.grade", "merge", str(merged), *map(str, outs)],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert m.returncode == 0, m.stderr
     finished = time.time()
@@ -223,7 +223,7 @@ def test_shards_split_the_class_and_merge_back_whole(graded):
     a, b = ({s["submission"] for s in r["submissions"]} for r in graded["shard_results"])
     assert a and b and not a & b
     assert a | b == {s["submission"] for s in graded["results"]["submissions"]}
-    from course.grade import shard_of
+    from course.grading.grade import shard_of
 
     for i, subs in ((1, a), (2, b)):
         assert all(shard_of(s, 2) == i for s in subs)
@@ -233,7 +233,7 @@ def test_shards_split_the_class_and_merge_back_whole(graded):
 
 
 def test_seeds_are_recorded_per_exercise(graded):
-    from course.grade import exercise_seed
+    from course.grading.grade import exercise_seed
 
     for s in graded["results"]["submissions"]:
         for r in s["exercises"]:
@@ -242,7 +242,7 @@ def test_seeds_are_recorded_per_exercise(graded):
 
 
 def test_merge_refuses_overlapping_shards(graded, tmp_path):
-    m = subprocess.run([sys.executable, "-m", "course.grade", "merge", str(tmp_path / "m"),
+    m = subprocess.run([sys.executable, "-m", "course.grading.grade", "merge", str(tmp_path / "m"),
                         str(graded["outs"][0]), str(graded["outs"][0])], cwd=ROOT, capture_output=True, text=True)
     assert m.returncode != 0 and "is in both" in m.stderr
 
@@ -252,7 +252,7 @@ def test_merge_refuses_overlapping_shards(graded, tmp_path):
 
 
 def _found(src):
-    from course.grade import scan
+    from course.grading.grade import scan
 
     return scan(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import course\nfrom numba import cuda, float32\n\n" + src)]))
@@ -260,7 +260,7 @@ def _found(src):
 
 def test_a_regrade_draws_the_same_inputs_and_gives_the_same_verdict():
     from course import exercises as E
-    from course.grade import judge_isolated, warm_up
+    from course.grading.grade import judge_isolated, warm_up
 
     warm_up()
     # wrong only where a random input has an element above 0.9: which element, and its value, depend on the draw
@@ -275,7 +275,7 @@ def test_a_regrade_draws_the_same_inputs_and_gives_the_same_verdict():
 
 
 def test_tree_hashes_cover_bytecode(tmp_path):
-    from course.grade import tree_hashes
+    from course.grading.grade import tree_hashes
 
     (tmp_path / "a.py").write_text("x = 1\n")
     before = tree_hashes(tmp_path)
@@ -290,7 +290,7 @@ def test_the_fallback_kills_a_process_that_left_its_session():
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        from course import sandbox
+        from course.grading import sandbox
 
         sandbox.become_subreaper()
         child = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0:\n    os.setsid()\n"
@@ -311,7 +311,7 @@ def test_the_fallback_kills_a_process_that_left_its_session():
 def test_the_grader_removes_only_the_empty_cuda_cache_folders_it_made(tmp_path, monkeypatch):
     # on a GPU the driver makes ~/.nv/ComputeCache as it starts (import course probes the GPU), too early
     # for CUDA_CACHE_PATH: the grader removes those folders at the end where they are empty and new
-    from course.grade import remove_driver_cache_dirs
+    from course.grading.grade import remove_driver_cache_dirs
 
     monkeypatch.setenv("HOME", str(tmp_path))
     cache = tmp_path / ".nv" / "ComputeCache"
@@ -332,11 +332,11 @@ def test_the_grader_removes_only_the_empty_cuda_cache_folders_it_made(tmp_path, 
 def test_two_graders_on_one_machine_give_their_kernels_different_uids():
     # two shards graded side by side (as the class above is): without bubblewrap a root grader's kernels are
     # kept apart by their uids alone, and the killer in one shard would kill the other shard's kernel
-    from course import sandbox
+    from course.grading import sandbox
 
     mine = sandbox.claim_uids(2)
     try:
-        p = subprocess.run([sys.executable, "-c", "from course import sandbox; print(*sandbox.claim_uids(3))"],
+        p = subprocess.run([sys.executable, "-c", "from course.grading import sandbox; print(*sandbox.claim_uids(3))"],
                            cwd=ROOT, capture_output=True, text=True, timeout=60)
         theirs = [int(x) for x in p.stdout.split()]
         assert len(mine) == 2 and len(theirs) == 3 and not set(mine) & set(theirs), (mine, theirs, p.stderr)
@@ -347,13 +347,13 @@ def test_two_graders_on_one_machine_give_their_kernels_different_uids():
 
 
 def test_the_rlimits_fallback_limits_what_a_kernel_may_do(tmp_path):
-    from course import sandbox
+    from course.grading import sandbox
 
     cfg = {"uid": None, "work": str(tmp_path), "bwrap": None, "limits": {**sandbox.LIMITS, "file_size": 1 << 20}}
     code = ("import resource\nprint(resource.getrlimit(resource.RLIMIT_FSIZE)[0], resource.getrlimit(resource.RLIMIT_AS)[0],"
             " resource.getrlimit(resource.RLIMIT_CORE)[0])\ntry:\n    open('big', 'wb').write(b'x' * (2 << 20))\n"
             "except OSError as e:\n    print('refused', e.errno)\n")
-    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                         sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     fsize, vm, core = map(int, p.stdout.split()[:3])
     assert fsize == 1 << 20 and vm == sandbox.LIMITS["address_space"] and core == 0
@@ -362,7 +362,7 @@ def test_the_rlimits_fallback_limits_what_a_kernel_may_do(tmp_path):
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed here")
 def test_bwrap_box_sees_no_grader_no_repository_no_network(tmp_path):
-    from course import sandbox
+    from course.grading import sandbox
 
     if sandbox.bwrap_path() is None:
         pytest.skip("bubblewrap is installed but cannot make namespaces here")
@@ -372,20 +372,20 @@ def test_bwrap_box_sees_no_grader_no_repository_no_network(tmp_path):
             f"print(os.path.exists({str(ROOT / 'solutions')!r}))\n"
             "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('net')\nexcept OSError:\n    print('nonet')\n"
             "try:\n    open('/usr/x', 'w')\nexcept OSError:\n    print('ro')\n")
-    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+    p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                         sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     procs, repo, net, ro = p.stdout.split()
     assert int(procs) <= 3 and repo == "False" and net == "nonet" and ro == "ro", p.stdout + p.stderr
 
 
 def test_deadline_and_shard_arguments_are_checked():
-    from course.grade import main
+    from course.grading.grade import main
 
     with pytest.raises(SystemExit):
         main(["x.ipynb", "--out", "o", "--shard", "3/2"])
     with pytest.raises(SystemExit):
         main(["x.ipynb", "--out", "o", "--deadline", "tomorrow"])
-    from course.grade import parse_time
+    from course.grading.grade import parse_time
 
     assert parse_time("2026-11-30 14:30:00.000000 UTC") == dt.datetime(2026, 11, 30, 14, 30, tzinfo=dt.timezone.utc)
 
@@ -402,7 +402,7 @@ def test_the_fallback_grades_hostile_notebooks_without_bubblewrap(tmp_path):
     env = {**os.environ, "COURSE_GRADE_SANDBOX": "rlimits", "COURSE_FIXTURE_MARKS": str(marks)}
     env.pop("COURSE_STRICT", None)
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, "-m", "course.grade", str(sub), "--out", str(out), "--jobs", "2",
+    p = subprocess.run([sys.executable, "-m", "course.grading.grade", str(sub), "--out", str(out), "--jobs", "2",
                         "--cell-timeout", "8", "--timeout", "60", "--launch-timeout", "3"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -420,7 +420,7 @@ def test_the_fallback_grades_hostile_notebooks_without_bubblewrap(tmp_path):
 def test_verdicts_survive_a_notebook_that_kills_its_grading_process(monkeypatch, tmp_path):
     # where a notebook can reach its grading process (no bwrap, same uid), killing it must cost no marks:
     # the verdicts leave the process before the notebook runs
-    from course import grade as G
+    from course.grading import grade as G
 
     def killed(data, opts, slot=0):
         os.kill(os.getpid(), 9)
@@ -436,7 +436,7 @@ def test_verdicts_survive_a_notebook_that_kills_its_grading_process(monkeypatch,
 
 
 def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
-    from course import sandbox
+    from course.grading import sandbox
 
     if sandbox.pids_cgroup_root() is None:
         pytest.skip("no pids cgroup this user may make (not root, or no pids controller)")
@@ -446,7 +446,7 @@ def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
         code = ("import subprocess\nps = []\ntry:\n    for i in range(60):\n"
                 "        ps.append(subprocess.Popen(['sleep', '3']))\nexcept OSError as e:\n    print('refused', len(ps))\n"
                 "for p in ps:\n    p.kill()\n")
-        p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "sandbox.py"), json.dumps(cfg), "--",
+        p = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "course" / "grading" / "sandbox.py"), json.dumps(cfg), "--",
                             sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert p.stdout.startswith("refused") and int(p.stdout.split()[1]) < 20, p.stdout + p.stderr
     finally:
@@ -458,7 +458,7 @@ def test_a_box_cannot_start_more_processes_than_its_cgroup_allows(tmp_path):
 def test_host_code_exercises_compile_only_their_linted_body(tmp_path, monkeypatch):
     # chapter 08's pipeline is plain Python: its def line must not run in the grader either
     from course import exercises as E
-    from course.grade import judge_isolated, scan, warm_up
+    from course.grading.grade import judge_isolated, scan, warm_up
 
     warm_up()
     marks = tmp_path / "marks"

@@ -1,4 +1,4 @@
-"""course.lab (predict, live timing, lab paths) and course.display (tables)."""
+"""course.show.lab (predict, live timing, lab paths) and course.show.display (tables)."""
 
 import json
 import re
@@ -6,7 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from course import chapters, display, lab
+from course import chapters
+from course.show import display, lab
 
 
 def test_a_prediction_is_judged_in_one_line_with_its_reason():
@@ -36,7 +37,7 @@ def test_table_text_aligns_numbers_right_and_words_left():
 
 def test_source_names_the_file():
     s = str(display.Source(lab.verdict))
-    assert s.startswith("# verdict, from course/lab.py") and "def verdict" in s
+    assert s.startswith("# verdict, from course/show/lab.py") and "def verdict" in s
 
 
 def _copy_launch(label, kernel, size, rng):
@@ -105,7 +106,7 @@ def test_the_gpu_path_checks_before_it_times(monkeypatch):
     # lab._gpu_row on the CPU engine with the GPU timer stubbed: the checks are the ones a GPU runs
     from numba import cuda
 
-    from course import bench
+    from course.measure import bench
 
     timed = []
     monkeypatch.setattr(bench, "time_ms", lambda fn, reps, warmup: timed.append(fn) or [2.0, 1.0, 3.0])

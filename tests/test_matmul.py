@@ -168,7 +168,7 @@ def test_tiled_counts_by_hand():
     # with As[ty, k] (2 words, banks 16 apart) and Bs[k, tx] (16 consecutive words): 1 pass each
     assert t["shared_store_requests"] == t["shared_store_wavefronts"] == steps * 2
     assert t["shared_load_requests"] == t["shared_load_wavefronts"] == steps * 16 * 2
-    # as the GPU runs it: ptxas merges each thread's As[ty, k .. k+3] into one LDS.128 (course.compiler);
+    # as the GPU runs it: ptxas merges each thread's As[ty, k .. k+3] into one LDS.128 (course.trace.compiler);
     # per step 16 Bs loads + 4 LDS.128, each a 16-byte broadcast per half warp: 2 wavefronts
     t = trace(mm.tiled, (2, 2), (16, 16), a, b, c, lines=False).totals()
     assert t["shared_load_requests"] == steps * (16 + 4) and t["shared_load_wavefronts"] == steps * (16 + 2 * 4)

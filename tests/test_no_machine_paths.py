@@ -25,7 +25,7 @@ EXEMPT = [
      "folder the script itself creates, not a path of the machine that produced a file"),
     ("scripts/gpu/fetch-wheels.sh", "/tmp/site", "the usage line says where the GPU lane installs the wheels"),
     ("course/grading/notebook.py", "/tmp/site", "a comment explaining the GPU lane's PYTHONPATH (the folder above)"),
-    ("course/bench_harness.py", "``/root/…``, ``/opt/…``, ``/work/…``", "the docstring of the scrubber that removes such "
+    ("course/measure/bench_harness.py", "``/root/…``, ``/opt/…``, ``/work/…``", "the docstring of the scrubber that removes such "
      "paths from what the benchmarks record names the prefixes it removes"),
     ("scripts/gpu/*.py", "/opt/nvidia/", "where Nsight Compute installs itself: a place to search for the tool"),
     ("tests/*", "/tmp/", "test inputs that name a path on purpose (a sandbox escape the grader must stop, a "
@@ -91,7 +91,7 @@ def machine_paths(files) -> list:
 def test_no_tracked_file_names_a_machine_path():
     found = machine_paths(tracked_files())
     assert not found, (f"{len(found)} machine path(s) in committed files (write paths relative to the repository, "
-                       "or scrub them where a tool prints them: course.bench.scrub):\n  " + "\n  ".join(found[:40]))
+                       "or scrub them where a tool prints them: course.measure.bench_harness.scrub):\n  " + "\n  ".join(found[:40]))
 
 
 def test_the_scanner_finds_what_it_should_and_nothing_else(tmp_path):

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from course import chapters, notebook_cells as nc
+from course import chapters
+from course.show import notebook_cells as nc
 
 NOTEBOOKS = sorted(nc.NOTEBOOKS.glob("*.ipynb"))
 

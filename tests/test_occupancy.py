@@ -1,12 +1,12 @@
-"""course.occupancy: the calculator against hand arithmetic, and against the driver's recorded answers."""
+"""course.measure.occupancy: the calculator against hand arithmetic, and against the driver's recorded answers."""
 
 import json
 
 import pytest
 
 import course
-from course import occupancy as occ
-from course.occupancy import GA102, occupancy
+from course.measure import occupancy as occ
+from course.measure.occupancy import GA102, occupancy
 
 
 # --- hand arithmetic on the H200 (64 warps, 32 blocks, 65 536 registers in 4 slices, 228 KB shared per SM) ----------

@@ -162,7 +162,7 @@ def test_benchmark_dry_run(tmp_path):
     import subprocess
     import sys
 
-    from course import bench
+    from course.measure import bench
 
     root = pathlib.Path(__file__).resolve().parents[1]
     env = dict(os.environ, COURSE_BACKEND="cpu")

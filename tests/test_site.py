@@ -180,7 +180,7 @@ def test_internal_links_resolve(built):
 
 def test_landing_page_reads_its_figures_from_data(built):
     text = (built["out"] / "index.html").read_text()
-    from course import measurements as M
+    from course.measure import measurements as M
 
     t = M.latest_run(M.load("transpose"))
     assert t[0]["run"] in text, "the transpose headline names its run"

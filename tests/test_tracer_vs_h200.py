@@ -3,7 +3,7 @@
 ``data/tracer_validation.json`` holds, per validation case, what ``ncu --clock-control none`` counted on
 the H200 (scripts/gpu/validate_tracer.py; provenance inside).  These tests trace every case again with
 the code as it is now and demand equality on all eight counts and both bank-conflict counters — so a
-change to the tracer, to the bank rules (course.analysis) or to a validated kernel that breaks the
+change to the tracer, to the bank rules (course.trace.analysis) or to a validated kernel that breaks the
 agreement fails here, on a CPU, before anyone reaches a GPU.  A case added to a module's NCU_CASES
 but not yet measured fails too: run the validation on the H200 and commit its table.
 """
@@ -17,7 +17,7 @@ import pathlib
 import pytest
 
 import course  # noqa: F401
-from course import compiler
+from course.trace import compiler
 from course.trace import trace
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

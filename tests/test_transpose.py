@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import course
-from course import bench
+from course.measure import bench
 from course.kernels import transpose as T
 from numba import cuda
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from course.kernels import shared_memory as sm
-from course.widgets import banks
-from course.widgets.banks import PatternError, Tile, explore
+from course.show.widgets import banks
+from course.show.widgets.banks import PatternError, Tile, explore
 from conftest import seeded_rng
 
 # --- the tile: where logical elements live --------------------------------------------------------------
@@ -340,7 +340,7 @@ def _load_line(report):
 
 def test_trace_view_shows_the_lanes_banks_and_passes_of_a_warp(report34, monkeypatch):
     from course import engine
-    from course.widgets import trace_view as tv
+    from course.show.widgets import trace_view as tv
 
     def no_launch(*a, **k):
         raise AssertionError("the trace view ran a kernel")
@@ -368,7 +368,7 @@ def test_trace_view_shows_the_lanes_banks_and_passes_of_a_warp(report34, monkeyp
 
 
 def test_trace_view_explains_a_block_that_was_not_kept(report34):
-    from course.widgets import trace_view as tv
+    from course.show.widgets import trace_view as tv
 
     view = tv.trace_view(report34)
     view.w_block.options = [("(9, 0, 0)", (9, 0, 0))]  # as if a learner asked for a block never kept
@@ -376,7 +376,7 @@ def test_trace_view_explains_a_block_that_was_not_kept(report34):
 
 
 def test_three_way_evidence(tmp_path):
-    from course.widgets import trace_view as tv
+    from course.show.widgets import trace_view as tv
 
     case = next(c for c in sm.NCU_CASES if c.name == "shared_memory.tile_columns")
     totals = {"shared_load_requests": 64, "shared_load_wavefronts": 2048, "shared_store_requests": 64,
@@ -530,7 +530,7 @@ def test_kernels_type_for_the_gpu_target():
 
 
 def test_bank_explorer_pass_colours_stay_distinct_and_the_tile_sits_by_its_controls():
-    from course.widgets import banks
+    from course.show.widgets import banks
 
     colours = [banks._pass_colour(p) for p in range(32)]  # a 32-way conflict has 32 passes
     assert len(set(colours)) == 32

@@ -36,7 +36,7 @@ def conflict_free(kind: str, max_wavefronts: float = 1.0, hint: str = "", name: 
 
     The minimum is the tracer's ideal wavefronts (one per request for 4-byte accesses; a 16-byte load the
     compiler made from four 4-byte ones needs 2 even without a conflict), so the degree measured is the
-    bank conflicts' alone — the same for the source's count and the compiled kernel's (course.compiler).
+    bank conflicts' alone — the same for the source's count and the compiled kernel's (course.trace.compiler).
     """
 
     def measure(report, extra):

@@ -1,6 +1,6 @@
 """Running a submitted notebook: reading it whatever its shape (:func:`load_notebook`), the kernel's
-environment (:func:`kernel_env`), and one run in a fresh Jupyter kernel, in :mod:`course.sandbox`'s box
-when given one (:func:`run_notebook`), for :mod:`course.grade`.
+environment (:func:`kernel_env`), and one run in a fresh Jupyter kernel, in :mod:`course.grading.sandbox`'s box
+when given one (:func:`run_notebook`), for :mod:`course.grading.grade`.
 """
 
 from __future__ import annotations
@@ -64,11 +64,11 @@ def run_notebook(nb, workdir: str, env: dict, cell_timeout: float, total_timeout
 
 
 def _boxed_kernel_manager(workdir: str, box: dict):
-    """A kernel manager whose kernel starts through :mod:`course.sandbox` and talks over Unix sockets in
+    """A kernel manager whose kernel starts through :mod:`course.grading.sandbox` and talks over Unix sockets in
     ``workdir`` (a kernel with no network can still be reached), interrupted by message."""
     from jupyter_client.manager import AsyncKernelManager
 
-    prefix = [sys.executable, "-I", "-B", str(PACKAGE / "sandbox.py"), json.dumps(box), "--"]
+    prefix = [sys.executable, "-I", "-B", str(PACKAGE / "grading" / "sandbox.py"), json.dumps(box), "--"]
 
     class BoxedKernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments=None):

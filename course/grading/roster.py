@@ -1,4 +1,4 @@
-"""Which files a submissions folder holds, and who and what each one is, for :mod:`course.grade`.
+"""Which files a submissions folder holds, and who and what each one is, for :mod:`course.grading.grade`.
 
 nbgrader's ``<student>/<assignment>/*.ipynb`` and flat files; links followed only inside the folder;
 FIFOs, devices and huge files refused with a reason; names in any bytes shown readably; deterministic

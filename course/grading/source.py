@@ -1,5 +1,5 @@
 """Reading a submission's source, never running it: what its top-level code defines (:func:`scan`), and
-compiling only what was linted (:func:`compile_target`) for :mod:`course.grade`.
+compiling only what was linted (:func:`compile_target`) for :mod:`course.grading.grade`.
 
 A kernel is linted by :func:`course.exercises.lint_kernel` (device functions too); host-code exercises by
 the exercise's own ``host_compile``. What is compiled is a function node built here (:func:`linted_def`)

@@ -613,7 +613,7 @@ def _ncu_cases():
         "shared_store_requests": blocks * warps * steps * 2,
         "shared_store_wavefronts": blocks * warps * steps * 2,  # 32 consecutive words: one pass
         # Bs[k, tx] once per k; As[ty, k .. k+3] — a thread's 4 neighbouring floats, 16-byte aligned — are
-        # ONE LDS.128 in the compiled kernel (ptxas merges them after unrolling; course.compiler reads it),
+        # ONE LDS.128 in the compiled kernel (ptxas merges them after unrolling; course.trace.compiler reads it),
         # so TILE / 4 loads of As per step
         "shared_load_requests": blocks * warps * steps * (TILE + TILE // 4),
         # Bs: 16 consecutive words per half warp, 2 rows 16 banks apart: one pass.  As as LDS.128: each half
@@ -635,7 +635,7 @@ def _ncu_cases():
              tags=("matmul",)),
         Case("matmul.tiled", tiled, (2, 2), (TILE, TILE), operands(32, 32, 32), expect=tiled_expect,
              note="tiled 32x32x32; the GPU compiler merges a thread's As[ty, k..k+3] into one 16-byte "
-                  "load (LDS.128), and the tracer counts it so (course.compiler)",
+                  "load (LDS.128), and the tracer counts it so (course.trace.compiler)",
              tags=("matmul",)),
     ]
     # 128×16·16×128, one block of 8 warps, 2 steps of BK = 8.  Per step and warp: 4 loads of a (lanes walk

@@ -22,7 +22,7 @@ The host checks sizes and 16-byte alignment before choosing a 16-byte path: the 
 from __future__ import annotations
 
 import course  # (chooses the backend before numba is imported)
-from course.analysis import vector_dtype
+from course.trace.analysis import vector_dtype
 
 
 def uint32(x):
@@ -155,7 +155,7 @@ _VIEWS: dict = {}
 
 def cpu_vector_load(width):
     """The CPU engine's twin of the intrinsic: the same bytes read as one ``4*width``-byte element."""
-    vec = vector_dtype(width)  # one wide access for the tracer (course.analysis.VECTOR_DTYPE_KEY)
+    vec = vector_dtype(width)  # one wide access for the tracer (course.trace.analysis.VECTOR_DTYPE_KEY)
 
     def load(a, i):
         if width == 1:

@@ -3,7 +3,7 @@
 ``report = trace(kernel, griddim, blockdim, *args)`` runs one launch on the CPU engine
 (:func:`course.engine.launch`) and records every element read and write of global and shared arrays:
 which block, warp and lane, which source site, the byte address and the access size.  It then groups
-the accesses into warp-level instructions and asks :mod:`course.analysis` what each one costs:
+the accesses into warp-level instructions and asks :mod:`course.trace.analysis` what each one costs:
 
 - ``report.totals()``: the eight counts Nsight Compute reports (requests, sectors, wavefronts);
 - ``report.by_line()``: the same per kernel source line, with per-request averages and worst cases;
@@ -15,7 +15,7 @@ The semantics (what a warp, a request, a wavefront is; where the model and the H
 are written down in ``docs/tracer.md``.
 
 Modules: :mod:`~course.trace.entry` (:func:`trace`), :mod:`~course.trace.recorder` (the engine hooks:
-records, then counts with :mod:`course.analysis_vectorised`), :mod:`~course.trace.races` (shared- and
+records, then counts with :mod:`course.trace.analysis_vectorised`), :mod:`~course.trace.races` (shared- and
 global-memory races, their severities, benign same-value stores), :mod:`~course.trace.arrays` (traced arrays),
 :mod:`~course.trace.sites`, :mod:`~course.trace.markers` (line markers for divergence),
 :mod:`~course.trace.records` (the record layout, ``SPLIT_COMPLEX``) and :mod:`~course.trace.report`.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from course import analysis
+from course.trace import analysis
 from course import engine as _engine
 from course.trace.records import ATOM, LD, ST, TRACED_SPACES
 from course.trace.sites import owner_table

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from course import compiler as _compiler
+from course.trace import compiler as _compiler
 from course import engine as _engine
 from course.trace.arrays import make_array_class
 from course.trace.markers import TID_FN, instrument, settrace_lines
@@ -34,7 +34,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     events that :meth:`Report.divergence` needs (a little faster).
 
     ``compiler``: where a thread's neighbouring shared accesses could be merged into one wide instruction,
-    count them the way the GPU compiler built the kernel (:mod:`course.compiler`) — ``None`` (default)
+    count them the way the GPU compiler built the kernel (:mod:`course.trace.compiler`) — ``None`` (default)
     when its facts can be had, ``False`` never (the source's own accesses), ``True`` always (an error
     when no facts can be had).  :attr:`Report.compiler` says what was done.
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from course.analysis_vectorised import group_ids
+from course.trace.analysis_vectorised import group_ids
 from course.trace.arrays import value_key
 from course.trace.records import ATOM, LD, R_ADDR, R_OP, R_SITE, R_SIZE, R_SPACE, R_TID, R_VAL, R_WSYNC, ST
 from course.trace.sites import site_line

@@ -1,6 +1,6 @@
 """The recorder: the hooks object handed to the engine (:class:`course.engine.LaunchHooks`); it records
 accesses and analyses each chunk of blocks with the vectorised counting rules of
-:mod:`course.analysis_vectorised`."""
+:mod:`course.trace.analysis_vectorised`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from course import analysis
-from course import compiler as _compiler
+from course.trace import analysis
+from course.trace import compiler as _compiler
 from course import engine as _engine
-from course.analysis_vectorised import (
+from course.trace.analysis_vectorised import (
     global_cost,
     group_ids,
     occurrence,
@@ -32,7 +32,7 @@ from course.trace.sites import site_code, site_id, site_line
 # The site key is ``f_lasti`` for accesses in the kernel itself, or a registered number (>= 2**20)
 # for accesses in device functions (innermost frame plus its callers).  Everything else (sites,
 # occurrences, warps, costs, races, divergence) is worked out with NumPy for many blocks at once, in
-# ``flush``; the counting there follows course.analysis exactly (tests check the two agree).
+# ``flush``; the counting there follows course.trace.analysis exactly (tests check the two agree).
 
 UNSET = object()
 _FAR = 1 << 20  # site keys at or above this are registered (code, callers, lasti) triples
@@ -98,7 +98,7 @@ class Recorder(RaceFinder):
         self._start = (0, 0)
         self.arrays: dict = {}  # (space, base) -> (name, root shape, itemsize)
         self.array_class = make_array_class(self)
-        # what the GPU compiler merges (course.compiler): set up by trace()
+        # what the GPU compiler merges (course.trace.compiler): set up by trace()
         self.compiler_mode = None  # None: use facts when they can be had; False: never; True: required
         self.compiler_job = None  # (fingerprint, spec) of the kernel and its argument types
         self.compiler_why = ""
@@ -315,7 +315,7 @@ class Recorder(RaceFinder):
         A *candidate* is a run of 4- or 8-byte accesses by one thread at one site (one source
         instruction), one after another in that thread's order and in one barrier epoch, at addresses
         ``a, a + s, …`` that fill an aligned 8- or 16-byte block.  ``ptxas`` may turn such a run into one
-        ``LDS.64``/``LDS.128`` (``STS`` for stores) — or may not (course/compiler.py says why no rule on
+        ``LDS.64``/``LDS.128`` (``STS`` for stores) — or may not (course/trace/compiler.py says why no rule on
         addresses can decide), so candidates are merged only on source lines where the compiled kernel
         holds vector shared instructions of that width.  Returns (rows to keep, or None, and the sizes).
         """
@@ -388,7 +388,7 @@ class Recorder(RaceFinder):
         return self._facts is not UNSET and bool(self._facts) and "lines" in self._facts
 
     def compiler_facts(self):
-        """What ptxas made of this kernel (course.compiler), looked up or compiled once; None if unknown."""
+        """What ptxas made of this kernel (course.trace.compiler), looked up or compiled once; None if unknown."""
         if self._facts is UNSET:
             self._facts = None
             if self.compiler_job is not None and self.compiler_mode is not False:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from course import analysis
+from course.trace import analysis
 from course import engine as _engine
 from course.trace.records import (
     OPS,
@@ -206,7 +206,7 @@ class Report:
 
     @property
     def compiler(self) -> dict:
-        """What the GPU compiler's view added to the counts (course.compiler, docs/tracer.md).
+        """What the GPU compiler's view added to the counts (course.trace.compiler, docs/tracer.md).
 
         ``facts``: the toolchain whose machine code was read (None: none at hand); ``merged_lines``: source
         lines where the compiler merged a thread's neighbouring shared accesses into one wider instruction

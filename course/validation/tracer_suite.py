@@ -255,7 +255,7 @@ for _label, (_fn, _wf) in _C128_PATTERNS.items():
          tags=("shared", "16-byte", "complex"))
 # Runs of neighbouring floats one thread reads (64 threads, float32).  The source makes 4 (2) loads per
 # thread; ptxas may make them one LDS.128 (LDS.64), and the tracer follows what the compiled kernel holds
-# (course.compiler).  shared_run4_f32: stores s[t + 64k]: 4 x 1 wavefront per warp; loads, if merged: one
+# (course.trace.compiler).  shared_run4_f32: stores s[t + 64k]: 4 x 1 wavefront per warp; loads, if merged: one
 # 16-byte request per warp, lanes 16 bytes apart = 4 quarter phases of 128 bytes -> 4 wavefronts; if not:
 # 4 requests, word 4l + k, 4 lanes per bank -> 4-way: 16 wavefronts per warp.
 _add("shared_run4_f32", shared_run4_f32, 1, 64, lambda rng: (_f32(rng, 256), _zeros(64)),
@@ -274,7 +274,7 @@ _add("shared_run4_f32_stride5", shared_run4_f32_stride5, 1, 64, lambda rng: (_f3
      counts(gl=(10, 40), gs=(2, 8), sl=(8, 8), ss=(10, 10)),
      note="neighbouring floats that are not 16-byte aligned: no merge", tags=("shared", "compiler-merge"))
 # Structured records (64 threads, PARTICLE = 8 float32 = 32 bytes).  What numba's GPU code does (read in
-# the SASS, course.compiler): a field of a packed record (NumPy's default dtype: alignment 1) moves byte
+# the SASS, course.trace.compiler): a field of a packed record (NumPy's default dtype: alignment 1) moves byte
 # by byte — p[i].x is 4 LDG.E.U8 — while a field of an aligned record (np.dtype(..., align=True)) is one
 # access of its size; a whole-record copy is byte by byte either way.  At 32-byte steps every access
 # touches its own sector: 32 per request.

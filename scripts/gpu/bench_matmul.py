@@ -51,8 +51,8 @@ os.environ["CUPY_TF32"] = "0"
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 
 def arguments(ap):
@@ -73,14 +73,6 @@ RNG = np.random.default_rng()
 BENCH = H.bench("matmul")
 FAILED: dict = {}  # variant -> message: recorded as matmul's own "failed" records (one per variant)
 CHECKS: list = []
-
-
-def optional(module):
-    try:
-        return __import__(module)
-    except Exception as e:  # a missing library is a missing reference, not a failed run
-        log(f"{module} not available ({type(e).__name__}: {e}); its references are skipped")
-        return None
 
 
 VERSIONS = list(MM.MATMUL_VERSIONS.values())
@@ -169,8 +161,8 @@ if SKIPPED:
 
 # --- 2–3. the big product: references, checks, timing ------------------------------------------------------
 
-cp = optional("cupy") if GPU else None
-torch = optional("torch") if GPU else None
+cp = H.optional("cupy") if GPU else None
+torch = H.optional("torch") if GPU else None
 LIB_INFO = {"CUPY_TF32": os.environ.get("CUPY_TF32")}
 
 

@@ -23,7 +23,7 @@ What it does, in one process (one run id):
    difference smaller than the spread between the two rounds is noise.
 
 Each version's registers per thread and occupancy (the course's model and the driver's answer) are
-recorded beside its time.  Records follow course.bench's schema (benchmark ``reduction``).
+recorded beside its time.  Records follow course.measure.bench's schema (benchmark ``reduction``).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench, occupancy  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench, occupancy  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 
 def arguments(ap):
@@ -103,7 +103,7 @@ def check(name, version, sizes, rng):
     return None
 
 
-# --- timing: queued calls behind a sleeping kernel (course.bench.time_queued) ----------------------------------
+# --- timing: queued calls behind a sleeping kernel (course.measure.bench.time_queued) ----------------------------------
 
 
 def time_queued(fn, reps):

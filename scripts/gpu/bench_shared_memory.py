@@ -22,7 +22,7 @@ What it does, in one process (one run id), with ``course.kernels.shared_memory``
 5. re-times ``memcpy`` and stride 1 at the end (``… #2``): differences smaller than the spread between
    the two rounds are noise.
 
-Records follow ``course.bench``'s schema (benchmark ``shared_memory``); the last lines printed are a
+Records follow ``course.measure.bench``'s schema (benchmark ``shared_memory``); the last lines printed are a
 summary table.
 """
 
@@ -40,8 +40,8 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 H = Script(__doc__, "shared_memory", reps=20)
 ARGS, GPU, log = H.args, H.gpu, H.log

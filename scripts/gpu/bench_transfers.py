@@ -38,8 +38,9 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import BenchError, Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench import BenchError  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 H = Script(__doc__, "transfers", reps=7)
 ARGS, GPU, OUT, T0, log = H.args, H.gpu, H.out, H.t0, H.log

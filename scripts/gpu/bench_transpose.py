@@ -47,8 +47,10 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import BenchError, Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench import BenchError  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
+from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
 
 def arguments(ap):
@@ -68,14 +70,6 @@ import course  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from course.kernels import transpose as T  # noqa: E402
-
-
-def optional(module):
-    try:
-        return __import__(module)
-    except Exception as e:  # a missing library is a missing reference, not a failed run
-        log(f"{module} not available ({type(e).__name__}: {e}); its references are skipped")
-        return None
 
 
 # --- what to measure ---------------------------------------------------------------------------------------
@@ -174,8 +168,8 @@ def kernel_resources(kernel, args):
         return {"resources_error": f"{type(e).__name__}: {e}"}
 
 
-cp = optional("cupy") if GPU else None
-torch = optional("torch") if GPU else None
+cp = H.optional("cupy") if GPU else None
+torch = H.optional("torch") if GPU else None
 
 
 
@@ -433,35 +427,11 @@ NCU_SECTIONS = ("SpeedOfLight", "WarpStateStats", "SchedulerStats", "Occupancy",
 NCU_BUDGET_S = 330  # the GPU lane stops a script at 400 s
 
 
-def _number(text):
-    t = (text or "").strip().replace(",", "")
-    try:
-        v = float(t)
-    except ValueError:
-        return t or None
-    return int(v) if v.is_integer() else v
-
-
 def parse_ncu_csv(text):
-    """Profiled launches in order: [{'kernel': name, metric name: value}] from ncu's --csv output."""
-    import csv
-    import io
-
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    launches = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        try:
-            lid = int(row["ID"])
-        except (KeyError, ValueError, TypeError):
-            continue
-        d = launches.setdefault(lid, {"kernel": row.get("Kernel Name", "")})
-        name = row.get("Metric Name", "")
-        unit = row.get("Metric Unit", "")
-        d[f"{name} [{unit}]" if unit else name] = _number(row.get("Metric Value"))
-    return [launches[k] for k in sorted(launches)]
+    """Profiled launches in order: [{'kernel': name, 'metric name [unit]': value}] from ncu's --csv output."""
+    return [{"kernel": launch["kernel"], **{f"{name} [{unit}]" if unit else name: ncu_number(value)
+                                            for name, unit, value in launch["rows"]}}
+            for launch in ncu_launches(text)]
 
 
 def profile_with_ncu():

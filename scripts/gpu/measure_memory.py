@@ -28,8 +28,8 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import cuda_tools  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 NCU_STRIDES = (1, 2, 4, 8, 16, 32, 64)
 NCU_N = 1 << 24
@@ -57,7 +57,7 @@ def child(args):
 
 H = Script(__doc__, "memory", reps=20, arguments=arguments, child=child)
 ARGS, GPU, PROV = H.args, H.gpu, H.prov
-record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.bench's schema
+record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.measure.bench's schema
 
 
 def time_ms(launch, reps):
@@ -362,7 +362,7 @@ def stride_dram(rng):
     if not GPU:
         print("stride_dram: ncu runs on the GPU only")
         return
-    launches, text = bench.ncu_profile([sys.executable, __file__, "--out", str(H.out), "--child", "stride_ncu"],
+    launches, text = cuda_tools.ncu_profile([sys.executable, __file__, "--out", str(H.out), "--child", "stride_ncu"],
                                        NCU_METRICS, kernel_regex="read_strided", launch_count=len(NCU_STRIDES))
     H.write_text("memory_stride_ncu.log", text)
     if len(launches) != len(NCU_STRIDES):

@@ -8,7 +8,7 @@
    them), then for each compiled kernel records its registers per thread, static shared and local
    memory, and — for every block size 32, 64, …, 1024 and dynamic shared memory 0, 4 KB, 16 KB and
    40 KB — the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` next to
-   ``course.occupancy.occupancy`` (benchmark ``occupancy``, variant ``kernel``).  The CPU tests check
+   ``course.measure.occupancy.occupancy`` (benchmark ``occupancy``, variant ``kernel``).  The CPU tests check
    the model against every one of these figures.
 2. **Bandwidth against warps per SM** (benchmark ``occupancy_sweep``): the grid-stride sum of 2^28
    floats with 1 or 4 floats per load and 1, 4, 8 or 16 loads per thread per round (8 and 16 also with
@@ -43,8 +43,8 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench, occupancy  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench, cuda_tools, occupancy  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 H = Script(__doc__, "occupancy", reps=10)
 ARGS, GPU, log = H.args, H.gpu, H.log
@@ -149,7 +149,7 @@ def kernel_records(kernels):
     return mismatches
 
 
-# --- timing (queued behind a sleeping kernel: course.bench.time_queued) -------------------------------------------
+# --- timing (queued behind a sleeping kernel: course.measure.bench.time_queued) -------------------------------------------
 
 
 def time_queued(fn, reps):
@@ -304,7 +304,7 @@ CHILD = r'''
 import sys
 import numpy as np
 import course
-from course import occupancy
+from course.measure import occupancy
 from course.kernels import reduction as R
 from numba import cuda
 
@@ -334,7 +334,7 @@ def achieved_occupancy(out_dir):
 
     if not GPU:
         return
-    ncu = bench.find_tool("ncu")
+    ncu = cuda_tools.find_tool("ncu")
     if ncu is None:
         ERRORS.append("achieved occupancy: ncu not found on PATH")
         return

@@ -39,7 +39,7 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course.bench import Script, scrub  # noqa: E402
+from course.measure.bench_harness import Script, scrub  # noqa: E402
 
 
 def arguments(ap):
@@ -95,7 +95,7 @@ GPU, OUT, log = H.gpu, H.out, H.log
 
 from numba import cuda  # noqa: E402
 
-from course import occupancy  # noqa: E402
+from course.measure import occupancy  # noqa: E402
 from course.kernels import matmul as MM  # noqa: E402
 from course.kernels import probes as P  # noqa: E402
 
@@ -343,7 +343,7 @@ def atomics():
     """Chapter 06's block-size table and chapter 07's block versions, each beside the cost of its atomics alone
     (``probes.atomic_floor`` on the same grid) and, for the one-round kernels, the same kernel writing per-block
     partials instead (no atomic)."""
-    from course import bench
+    from course.measure import bench
     from course.kernels import reduction as R
 
     n = (1 << 28) if GPU else 4099
@@ -392,7 +392,7 @@ def atomics():
         H.record("probes_atomics", name, ms, H.reps if GPU else 0, [n], "float32", of=chapter_bench,
                  threads_per_block=threads, blocks=g, atomics=g, partials_ms=p_ms, atomic_floor_ms=floor,
                  gbps=(4 * n / (ms * 1e6)) if ms else None, gbps_partials=(4 * n / (p_ms * 1e6)) if p_ms else None,
-                 timer="course.bench.time_queued (calls queued behind a sleeping kernel)",
+                 timer="course.measure.bench.time_queued (calls queued behind a sleeping kernel)",
                  floor_kernel="probes.atomic_floor: thread 0 of every block adds to out[0], nothing else")
         if GPU:
             log(f"{chapter_bench:20s} {name:24s} {g:>8d} blocks: {ms:8.4f} ms; partials "
@@ -405,7 +405,7 @@ def atomics():
 def littles_law():
     """Bandwidth against warps per SM for a sum with exactly one 4-byte load in flight per thread
     (``probes.sum_one_in_flight``) beside chapter 06's ``w1_u1`` (which ptxas unrolls: 4 loads in flight)."""
-    from course import bench
+    from course.measure import bench
     from course.kernels import reduction as R
 
     n = (1 << 28) if GPU else 4099
@@ -448,9 +448,9 @@ def littles_law():
 
 
 def memcheck():
-    from course import bench
+    from course.measure import cuda_tools
 
-    tool = bench.find_tool("compute-sanitizer")
+    tool = cuda_tools.find_tool("compute-sanitizer")
     if not GPU or tool is None:
         log(f"memcheck skipped ({'CPU' if not GPU else 'compute-sanitizer not found'})")
         return

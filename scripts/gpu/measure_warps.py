@@ -28,12 +28,13 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course.bench import Script, sass_instructions  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
+from course.measure.cuda_tools import sass_instructions  # noqa: E402
 
 H = Script(__doc__, "warps", reps=20)
 ARGS, GPU = H.args, H.gpu
 PROV = H.prov
-record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.bench's schema
+record = H.record  # record(benchmark, variant, ms, reps, size, dtype, **extra): course.measure.bench's schema
 
 
 def time_ms(launch, reps):

@@ -22,7 +22,7 @@ the usual provenance, and ``devices`` (how many of them the measurement used).
    communicator per device in this process), against the same sum done by hand with peer copies to
    device 0, an add there, and copies back.  One device: NCCL runs a 1-rank all-reduce (a local copy).
 
-Each part runs under :class:`course.bench.Script`: a wrong result or an error (NCCL missing) stops that
+Each part runs under :class:`course.measure.bench_harness.Script`: a wrong result or an error (NCCL missing) stops that
 part before it is timed and becomes a ``failed`` record in multi_gpu.json; the other parts still run and
 the exit status is 1.  Without a GPU and without ``--dry-run`` the script stops and says so.
 
@@ -48,11 +48,12 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course.bench import Script  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 H = Script(__doc__, "multi_gpu", reps=15)
 
-from course import bench, multigpu  # noqa: E402
+from course import multigpu  # noqa: E402
+from course.measure import bench  # noqa: E402
 from course.kernels import multi_gpu as M  # noqa: E402
 from numba import cuda  # noqa: E402
 
@@ -87,7 +88,7 @@ def wall_ms(fn, k, reps):
 
 
 def event_ms(fn, dev, reps, batch=10):
-    """Event milliseconds per call of ``fn`` on device ``dev``'s default stream (:func:`course.bench.time_ms`
+    """Event milliseconds per call of ``fn`` on device ``dev``'s default stream (:func:`course.measure.bench.time_ms`
     in that device's context: one warm-up call, ``batch`` calls queued between the two events so that
     numba's host-side work for one call overlaps the GPU's work on the previous one)."""
     with cuda.gpus[dev]:

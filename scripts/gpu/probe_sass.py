@@ -3,7 +3,7 @@
     python scripts/gpu/probe_sass.py --out DIR     # needs no GPU: numba -> NVVM -> PTX -> ptxas -> nvdisasm
 
 Each kernel is compiled exactly as numba-cuda compiles it for the H200 (compute capability 9.0), in a
-child process in hardware mode (course.compiler's prelude), then ``ptxas -v`` (optionally with
+child process in hardware mode (course.trace.compiler's prelude), then ``ptxas -v`` (optionally with
 ``-maxrregcount``) and ``nvdisasm``.  Written: ``DIR/sass/<name>.sass`` (instructions only: no section
 bytes, no addresses of the machine) and ``DIR/probe_sass.json`` with, per kernel, registers, spill
 bytes, stack frame, instruction counts by opcode, and for the kernels whose loop is the point, the
@@ -27,8 +27,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ["COURSE_BACKEND"] = "cpu"  # this process compiles nothing itself; the child runs in hardware mode
 
-from course import compiler  # noqa: E402
-from course.bench import Script, sass_instructions, scrub  # noqa: E402
+from course.trace import compiler  # noqa: E402
+from course.measure.bench_harness import Script, scrub  # noqa: E402
+from course.measure.cuda_tools import sass_instructions  # noqa: E402
 
 # (name, module, attribute or factory expression, numba signature, maxrregcount or None)
 JOBS = [

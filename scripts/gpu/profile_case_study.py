@@ -30,9 +30,7 @@ Records go to DIR/profile_case_study.json (a JSON list, ``benchmark: profile_cas
 
 from __future__ import annotations
 
-import csv
 import glob
-import io
 import os
 import pathlib
 import re
@@ -49,8 +47,9 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench, bench_harness  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
+from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
 
 def arguments(ap):
@@ -281,33 +280,14 @@ def stall_metrics(known):
 MINIMAL = BASE_METRICS[:11] + ["sm__warps_active.avg.pct_of_peak_sustained_active"]
 
 
-def _number(text):
-    t = (text or "").strip().replace(",", "")
-    try:
-        v = float(t)
-    except ValueError:
-        return t or None
-    return int(v) if v.is_integer() else v
-
-
 def parse_ncu_csv(text):
     """Profiled launches in launch order: [{'kernel': name, 'metrics': {name: value}, 'units': {...}}]."""
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    launches = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        try:
-            lid = int(row["ID"])
-        except (KeyError, ValueError, TypeError):
-            continue
-        d = launches.setdefault(lid, {"kernel": row.get("Kernel Name", ""), "metrics": {}, "units": {}})
-        name = row.get("Metric Name", "")
-        if name:
-            d["metrics"][name] = _number(row.get("Metric Value"))
-            d["units"][name] = row.get("Metric Unit", "")
-    return [launches[k] for k in sorted(launches)]
+    out = []
+    for launch in ncu_launches(text):
+        rows = [r for r in launch["rows"] if r[0]]
+        out.append({"kernel": launch["kernel"], "metrics": {name: ncu_number(value) for name, _, value in rows},
+                    "units": {name: unit for name, unit, _ in rows}})
+    return out
 
 
 def nsight_compute():
@@ -429,7 +409,7 @@ def sanitizer():
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             text, rc = f"timed out after 45 s\n{out}", None
-        text = bench.scrub(text)
+        text = bench_harness.scrub(text)
         H.write_text(f"sanitizer_{name}.log", " ".join(cmd) + "\n\n" + text[-40000:])
         lines = [ln for ln in text.splitlines() if ln.startswith("=========")
                  and "cuGetProcAddress" not in ln and "Host Frame" not in ln and "Saved host backtrace" not in ln]

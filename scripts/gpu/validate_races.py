@@ -8,7 +8,7 @@ Cases: ``RACE_CASES`` of :mod:`course.validation.race_suite` (racy and race-free
 CUDA's memory model defines worked out by hand) and ``WORKLOADS`` of :mod:`course.validation.peer_styles`
 (kernels written in other people's styles: closures, factories, aliases ...).
 
-It runs under :class:`course.bench.Script` (``gpu="children"``): on the GPU, this process runs no kernel itself
+It runs under :class:`course.measure.bench_harness.Script` (``gpu="children"``): on the GPU, this process runs no kernel itself
 (it checks that compute-sanitizer is there before anything starts) and starts:
 
 1. one ``compute-sanitizer --tool racecheck`` process per race case, 8 at a time (racecheck stops printing
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 if "--dry-run" in sys.argv:
     os.environ["COURSE_BACKEND"] = "cpu"  # before course chooses a backend (this process launches no kernel)
 
-from course.bench import Script, scrub  # noqa: E402
+from course.measure.bench_harness import Script, scrub  # noqa: E402
 
 TIME_BUDGET_S = 170      # the whole GPU run; cases not started by then are recorded as not run
 CASE_TIMEOUT_S = 100     # one racecheck process
@@ -136,7 +136,7 @@ def role_peers(args) -> None:
     import numpy as np
 
     import course
-    from course import bench
+    from course.measure import bench
     from course.validation.peer_styles import WORKLOADS, launch
 
     out = []

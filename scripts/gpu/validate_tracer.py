@@ -7,7 +7,7 @@ Cases: ``NCU_CASES`` of ``course.validation.tracer_suite`` and of every ``course
 has one (``--modules`` narrows the list).  Each case is one kernel launch.
 
 How (three processes: this one, which runs no kernel itself, starts the other two; it runs under
-``course.bench.Script`` with ``gpu="children"``):
+``course.measure.bench_harness.Script`` with ``gpu="children"``):
 
 1. the **tracer** side: a child on the CPU engine (``COURSE_BACKEND=cpu``) traces each case with
    ``course.trace.trace`` and writes its eight totals, its divergence estimate and the hand-derived
@@ -28,9 +28,7 @@ recorded beside the eight counts for the chapters; they are not part of the equa
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
-import io
 import json
 import os
 import pathlib
@@ -43,7 +41,8 @@ import traceback
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from course.bench import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
+from course.measure.bench_harness import Script  # noqa: E402  (imports course: the backend is chosen from COURSE_BACKEND)
+from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
 TOTAL_KEYS = [
     "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
@@ -145,7 +144,7 @@ def tracer_side(args) -> None:
         try:
             r = trace(c.kernel, c.griddim, c.blockdim, *c.args(0), dynshared=c.dynshared)
             rec["tracer"] = r.totals()
-            rec["compiler"] = r.compiler  # lines where ptxas merged neighbouring shared accesses (course.compiler)
+            rec["compiler"] = r.compiler  # lines where ptxas merged neighbouring shared accesses (course.trace.compiler)
             bc = r.bank_conflicts()
             rec["tracer_extra"] = {"shared_load_bank_conflicts": bc["load"], "shared_store_bank_conflicts": bc["store"]}
             try:
@@ -168,7 +167,7 @@ def tracer_side(args) -> None:
 def gpu_side(args) -> None:
     import numpy as np
 
-    from course import bench
+    from course.measure import bench
     from numba import cuda, typeof
 
     cases, errors = load_cases(case_modules(args.modules))
@@ -215,7 +214,7 @@ def sass_memory_ops(compiled):
     Explains a difference with ncu: e.g. ``LDS.128`` where the tracer sees four 4-byte loads, or a
     predicated ``@P0 LDS``.  Needs nvdisasm; returns a note when it is missing.
     """
-    from course.compiler import SASS_MEM_OP  # (this runs in the GPU child, where course is imported)
+    from course.trace.compiler import SASS_MEM_OP  # (this runs in the GPU child, where course is imported)
 
     try:
         sass = compiled.inspect_sass()
@@ -234,32 +233,11 @@ def sass_memory_ops(compiled):
 # Parsing ncu's CSV
 
 
-def _number(text):
-    t = (text or "").strip().replace(",", "")
-    if t in ("", "n/a", "N/A"):
-        return None
-    try:
-        v = float(t)
-    except ValueError:
-        return None
-    return int(v) if v.is_integer() else v
-
-
 def parse_ncu_csv(text: str) -> list:
-    """Profiled launches in order: [{'id', 'kernel', metric name: value}]."""
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        return []
-    launches: dict = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        try:
-            lid = int(row["ID"])
-        except (KeyError, ValueError, TypeError):
-            continue
-        d = launches.setdefault(lid, {"id": lid, "kernel": row.get("Kernel Name", "")})
-        d[row.get("Metric Name", "")] = _number(row.get("Metric Value"))
-    return [launches[k] for k in sorted(launches)]
+    """Profiled launches in order: [{'id', 'kernel', metric name: value}] (a value that is no number: None)."""
+    return [{"id": launch["id"], "kernel": launch["kernel"],
+             **{name: ncu_number(value, words=False) for name, _, value in launch["rows"]}}
+            for launch in ncu_launches(text)]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Chapter 05: transpose (矩阵转置) — a batch through a padded tile, a swizzled tile with four elements per
 thread, and a design of your own on a 1-D grid, judged on performance: on a GPU backend timed with
-course.bench against the device copy (a point per fraction of its bandwidth reached), on the CPU on the
+course.measure.bench against the device copy (a point per fraction of its bandwidth reached), on the CPU on the
 tracer's properties alone."""
 
 from __future__ import annotations
@@ -132,11 +132,11 @@ MINE_TIERS = (0.5, 0.7)
 
 def time_against_copy(kernel) -> dict:
     """{"copy_ms", "mine_ms"}: ``kernel`` run once on a MINE_SHAPE matrix and checked against NumPy, then it and
-    the device copy (course.kernels.transpose.copy_kernel) timed with course.bench (medians of 10, 5 launches
+    the device copy (course.kernels.transpose.copy_kernel) timed with course.measure.bench (medians of 10, 5 launches
     queued per timing). GPU only."""
     from numba import cuda
 
-    from course import bench
+    from course.measure import bench
     from course.kernels.transpose import copy_kernel
 
     bench.require_gpu("timing transpose_mine")  # before anything: on a CPU backend, say so at once
@@ -242,7 +242,7 @@ def _TIMED(kernel):
 
 
 def reaches_copy(fraction: float) -> Property:
-    """On a GPU: the kernel's bandwidth reaches ``fraction`` of a device-to-device copy's (course.bench)."""
+    """On a GPU: the kernel's bandwidth reaches ``fraction`` of a device-to-device copy's (course.measure.bench)."""
 
     def measure(report, extra):
         kernel = extra.get("kernel")
@@ -252,7 +252,7 @@ def reaches_copy(fraction: float) -> Property:
             return False, f"not timed: {' '.join(str(err).split())[:300]}"
         got = copy_ms / mine_ms
         rows, cols = MINE_SHAPE
-        from course import bench
+        from course.measure import bench
 
         gb = bench.gbps(bench.transpose_bytes(MINE_SHAPE, np.float32), mine_ms)
         return got >= fraction, (f"{got:.2f} of the device copy's bandwidth on {rows}x{cols} float32 "
@@ -260,7 +260,7 @@ def reaches_copy(fraction: float) -> Property:
                                  f"{fraction:g})")
 
     return Property(f"on this GPU, at least {fraction:g} of the device copy's bandwidth (timed)", measure,
-                    "Time it yourself with course.bench and compare with the chapter's versions: are all "
+                    "Time it yourself with course.measure.bench and compare with the chapter's versions: are all "
                     "loads in flight before the stores, and does each thread move enough elements?")
 
 
@@ -285,7 +285,7 @@ register(Exercise(
           "So each thread moves 4 elements, and you decide how the 256 threads cover the tile. Any design is "
           "fine; it is judged on what the memory system would do (coalesced loads and stores, 合并访存; shared "
           "accesses at their conflict-free minimum, 存储体冲突; shared memory used; no race) and, on a GPU "
-          f"backend, timed with course.bench on a {MINE_SHAPE[0]}x{MINE_SHAPE[1]} matrix against the device "
+          f"backend, timed with course.measure.bench on a {MINE_SHAPE[0]}x{MINE_SHAPE[1]} matrix against the device "
           f"copy: one point for reaching {MINE_TIERS[0]:g} of the copy's bandwidth, one more for "
           f"{MINE_TIERS[1]:g}. On a CPU backend there is no timing (CPU time says nothing about a GPU): only the "
           "tracer's properties are judged, and the timed points are not counted."),

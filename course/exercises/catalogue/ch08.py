@@ -233,7 +233,7 @@ register(Exercise(
           "models the GPU's copy engines and compute engine (one engine for each copy direction, one for "
           "kernels; a pageable copy is synchronous). When judged, nothing reaches a GPU: the copies are NumPy "
           "copies and the kernels run on the CPU engine, one after another, so the schedule is the model's, not a "
-          "measurement; on a GPU, time the same function yourself with course.bench."),
+          "measurement; on a GPU, time the same function yourself with course.measure.bench."),
     make_inputs=_pl_inputs,
     make_trace_input=lambda rng: _pl_input(rng, *PL_TRACE, "the traced run"),
     properties=_props(),

@@ -2,12 +2,11 @@
 
 :class:`Script` parses a script's arguments, refuses to time without a GPU (``--dry-run`` checks on the CPU
 engine), keeps the output folder, provenance and run id, runs parts guarded and saves records in the schema
-of :class:`course.bench.Bench`.  :func:`scrub` takes machine paths out of what is saved; :func:`import_records`
+of :class:`course.measure.bench.Bench`.  :func:`scrub` takes machine paths out of what is saved; :func:`import_records`
 merges a GPU run's records into ``data/measurements``; ``python -m course.bench import|scrub`` is :func:`main`.
 
-The measuring itself (checks, CUDA-event timing, provenance, records) is :mod:`course.bench`, the layer below;
-the CUDA toolkit's tools (Nsight Compute, SASS) are :mod:`course.cuda_tools`.  Every public name here is also
-reachable as ``course.bench.<name>``.
+The measuring itself (checks, CUDA-event timing, provenance, records) is :mod:`course.measure.bench`, the layer below;
+the CUDA toolkit's tools (Nsight Compute, SASS) are :mod:`course.measure.cuda_tools`.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ import time
 import traceback
 from typing import Callable, Iterable, Optional
 
-from course import bench
+from course.measure import bench
 from course.backend import current as _backend
-from course.bench import REQUIRED_FIELDS, Bench, provenance, run_id
+from course.measure.bench import REQUIRED_FIELDS, Bench, provenance, run_id
 
 PROV_KEYS = ("device", "driver", "numba_cuda", "date", "run", "compute_capability", "sm_count", "cuda_driver_api",
              "clocks_sm_mhz", "clocks_mem_mhz", "clocks_max_sm_mhz", "numba", "numpy", "cupy", "torch", "backend")
@@ -57,7 +56,7 @@ class Script:
 
         ROOT = pathlib.Path(__file__).resolve().parents[2]; sys.path.insert(0, str(ROOT))
         if "--dry-run" in sys.argv: os.environ["COURSE_BACKEND"] = "cpu"   # before course picks a backend
-        from course.bench import Script
+        from course.measure.bench_harness import Script
         H = Script(__doc__, "warps", reps=20)
 
     ``--out DIR`` (required), ``--dry-run`` (the CPU engine, tiny sizes, checks only, nothing timed) and
@@ -128,6 +127,15 @@ class Script:
 
     def log(self, msg: str) -> None:
         print(f"[{self.elapsed():6.1f}s] {msg}", flush=True)
+
+    def optional(self, module: str):
+        """``module`` imported, or None (logged) where it is missing: a missing library is a missing reference,
+        not a failed run."""
+        try:
+            return __import__(module)
+        except Exception as e:
+            self.log(f"{module} not available ({type(e).__name__}: {e}); its references are skipped")
+            return None
 
     def bench(self, benchmark: str) -> Bench:
         """The :class:`Bench` of ``benchmark`` (one per name, sharing this process's provenance and run id)."""
@@ -227,7 +235,7 @@ def import_records(src_dir, dst_dir=None, *, names: Optional[Iterable[str]] = No
     be wrong as ``"benchmark:variant"`` (the commit that imports says why).  Returns ``{benchmark: count}``.
     """
     drop = set(drop)
-    from course import measurements
+    from course.measure import measurements
 
     src_dir = pathlib.Path(src_dir)
     dst_dir = pathlib.Path(dst_dir or measurements.DATA_DIR)

@@ -3,7 +3,7 @@
 Chapter 04 (notebooks/04_shared_memory_banks.ipynb) introduces it.  It reads a finished
 :class:`course.trace.Report` and never runs a kernel again: the lanes' indices, byte addresses,
 banks and wavefronts (shared memory) or sectors (global memory) all come from the report's
-``warp_detail``, and the drawing of the banks is :func:`course.widgets.banks.passes_svg`.
+``warp_detail``, and the drawing of the banks is :func:`course.show.widgets.banks.passes_svg`.
 
 It also holds the chapter's *three-way evidence*: for each hardware-count case, the count derived
 by hand, the tracer's count on the CPU, and the count Nsight Compute measured on the H200
@@ -20,12 +20,12 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Optional
 
-from course import analysis
-from course.widgets.banks import passes_svg
+from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
+from course.trace import analysis
+from course.show.widgets.banks import passes_svg
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 VALIDATION = ROOT / "data" / "tracer_validation.json"
-NOT_MEASURED = "not measured yet"
 
 
 # --- pure functions over a finished report --------------------------------------------------------------
@@ -87,7 +87,7 @@ def lanes_table_html(wa) -> str:
 
 
 def passes_of(wa) -> list:
-    """The access as :func:`course.analysis.shared_passes` answers: per lane LanePass(bank, wavefront) or None."""
+    """The access as :func:`course.trace.analysis.shared_passes` answers: per lane LanePass(bank, wavefront) or None."""
     return [None if la is None else analysis.LanePass(la.bank, la.wavefront) for la in wa.lanes]
 
 

@@ -10,7 +10,7 @@ Layers, so that each can be tested alone:
 
 - :class:`Tile` and :func:`lane_coords` turn the learner's choice into 32 byte addresses
   (pure arithmetic, no widgets);
-- :func:`analyse` asks :mod:`course.analysis` how the hardware serves them (the bank rules live
+- :func:`analyse` asks :mod:`course.trace.analysis` how the hardware serves them (the bank rules live
   there, once, for the tracer and the widgets alike);
 - :func:`tile_svg`, :func:`passes_svg` and :func:`summary` draw a finished :class:`BankAccess`;
 - :class:`BankExplorer` wires ipywidgets controls to those functions.
@@ -29,7 +29,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from course import analysis
+from course.trace import analysis
 
 WARP_SIZE = analysis.WARP_SIZE
 BANKS = analysis.BANKS
@@ -521,7 +521,7 @@ def tile_svg(access: BankAccess, max_px: int = 720) -> str:
 def passes_svg(passes: Sequence, itemsize: int = 4, addrs: Optional[Sequence] = None, max_px: int = 720) -> str:
     """The banks as the hardware serves them: one column per bank, one row per wavefront, lanes inside.
 
-    ``passes`` is :func:`course.analysis.shared_passes`'s answer (per lane a LanePass or None).  With
+    ``passes`` is :func:`course.trace.analysis.shared_passes`'s answer (per lane a LanePass or None).  With
     ``addrs``, a wide (8- or 16-byte) access is drawn in every bank it touches, not only the first.
     """
     cell = max(14, min(24, (max_px - 60) // BANKS))

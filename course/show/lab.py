@@ -3,7 +3,7 @@
 - :func:`predict` compares the learner's prediction with the tracer's count and says right or wrong,
   with the reason, in one line.  Until a prediction is written it keeps the answer to itself.
 - :func:`yours_vs_recorded` runs the notebook's kernels: on a GPU it checks each one against NumPy
-  (:func:`course.bench.verify`) and then times it (:func:`course.bench.time_ms`), beside the
+  (:func:`course.measure.bench.verify`) and then times it (:func:`course.measure.bench.time_ms`), beside the
   recorded H200 run ("yours, now" vs "recorded"); on a CPU backend it traces each one on a small
   launch and shows the tracer's counts beside the recorded run. CPU time is never shown.
 - :data:`LAB_PATHS` are two-hour classroom labs (chapter sections, then graded exercises); chapter 00
@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 import course  # (chooses the backend before numba is imported)
-from course import display
+from course.show import display
 
 
 def _close(a, b) -> bool:
@@ -101,7 +101,7 @@ def _gpu_row(name, kernel, launch: Launch):
     """Check one launch on the GPU against NumPy, then time the kernel alone: (median ms, rate text)."""
     from numba import cuda
 
-    from course import bench
+    from course.measure import bench
 
     dev = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in launch.arrays]
     out = dev[launch.out]
@@ -151,12 +151,12 @@ def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, reco
     ``setup(label, kernel, size, rng) -> Launch`` builds one checked launch.  On a GPU every kernel is checked
     on ``size`` and then timed there ("yours, now"); on a CPU backend each is traced on ``traced_size``
     (checked too) and the row shows the tracer's counts per request: CPU time says nothing about a GPU.
-    ``records`` is the recorded run (``course.measurements``) and ``recorded_names`` maps a label to its
+    ``records`` is the recorded run (``course.measure.measurements``) and ``recorded_names`` maps a label to its
     variant there (default: the same name).  ``counts(report) -> {column: value}`` picks what the CPU
     rows show (default: sectors and wavefronts per request, :func:`per_request`).  The table is displayed, not returned (a
     verdict shows once).
     """
-    from course import measurements
+    from course.measure import measurements
 
     rng = np.random.default_rng()
     names = recorded_names or {}

@@ -1,6 +1,6 @@
 """Recorded GPU measurements (``data/measurements/<benchmark>.json``), read for the notebooks.
 
-Each file is a JSON list of records written by :class:`course.bench.Bench` on a real GPU.  The
+Each file is a JSON list of records written by :class:`course.measure.bench.Bench` on a real GPU.  The
 notebooks never time anything on a CPU backend: they show these records, labelled with where and
 when they were measured, and say "not measured yet" when no record exists.
 
@@ -13,7 +13,7 @@ import json
 import pathlib
 from typing import Iterable, Optional
 
-DATA_DIR = pathlib.Path(__file__).resolve().parents[1] / "data" / "measurements"
+DATA_DIR = pathlib.Path(__file__).resolve().parents[2] / "data" / "measurements"
 
 NOT_MEASURED = "not measured yet"
 

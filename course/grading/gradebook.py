@@ -128,7 +128,7 @@ def export(grades_dir, fmt: str, roster_path=None) -> pathlib.Path:
 
 def merge(out_dir, shard_dirs) -> list:
     """Join shard results into ``out_dir``; refuse shards graded with different settings or overlapping."""
-    from course import grade as G
+    from course.grading import grade as G
 
     shards = [load_results(d) for d in shard_dirs]
     keys = ("cell_timeout", "timeout", "launch_timeout", "seed", "backend", "deadline")
@@ -189,7 +189,7 @@ exec "$PY" -m course.grade gradescope --root "$ROOT"
 
 def build_autograder(out_zip, repo=None) -> pathlib.Path:
     """Write a Gradescope autograder zip: setup.sh, run_autograder and the course (code, exercises, data)."""
-    repo = pathlib.Path(repo or os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__).resolve().parents[1])
+    repo = pathlib.Path(repo or os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
     out_zip = pathlib.Path(out_zip)
     skip = {"__pycache__", ".ipynb_checkpoints"}
     with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as z:
@@ -235,7 +235,7 @@ def gradescope_results(results: dict) -> dict:
 
 
 def gradescope(root=None, jobs=1, own_process=False) -> int:
-    from course import grade as G
+    from course.grading import grade as G
 
     root = pathlib.Path(root or os.environ.get("COURSE_AUTOGRADER_ROOT") or "/autograder")
     results_dir = root / "results"
@@ -259,7 +259,7 @@ def gradescope(root=None, jobs=1, own_process=False) -> int:
 
 def classroom(paths, exercise=None, own_process=False, **opts) -> int:
     """Grade, print each verdict and ``Points a/b``; exit 0 only when every (or the named) exercise has full marks."""
-    from course import grade as G
+    from course.grading import grade as G
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-classroom-"))
     try:
@@ -281,7 +281,7 @@ def classroom(paths, exercise=None, own_process=False, **opts) -> int:
 
 
 def main(argv) -> int:
-    from course import grade as G
+    from course.grading import grade as G
 
     cmd, rest = argv[0], argv[1:]
     if cmd == "export":

@@ -16,7 +16,7 @@ import re
 import pathlib
 from typing import Iterable, Optional, Sequence
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASH = "—"
 _NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?\s*[%×x]?$")
 
@@ -114,7 +114,7 @@ LIBS = ("memcpy", "cupy", "torch")
 
 def bandwidth_table(names, records, *, reference: str = "memcpy", versus: str = "cupy") -> Table:
     """One row per variant of one recorded run: ms, GB/s, fraction of ``reference``, multiple of ``versus``."""
-    from course import measurements
+    from course.measure import measurements
 
     by = measurements.by_variant(records)
     ref = by.get(reference, {}).get("gbps")
@@ -134,7 +134,7 @@ def bandwidth_table(names, records, *, reference: str = "memcpy", versus: str = 
 
 def bandwidth_plot(names, records, title: str, *, libs=LIBS) -> None:
     """Bars of recorded GB/s per variant, library references as dashed lines (nothing without a run)."""
-    from course import measurements
+    from course.measure import measurements
 
     by = measurements.by_variant(records)
     if not any(by.get(n, {}).get("gbps") for n in names):
@@ -163,7 +163,7 @@ MEMORY_OPS = ("LDG", "STG", "LDS", "STS", "LDL", "STL")
 
 def sass_table(names, records) -> Table:
     """Registers, SASS instructions and memory instructions of each variant, from the SASS the GPU run dumped."""
-    from course import measurements
+    from course.measure import measurements
 
     by = measurements.by_variant(records)
     rows = []
@@ -192,7 +192,7 @@ def ncu_value(profile: dict, name: str):
 
 def ncu_table(names, records, columns=NCU_COLUMNS) -> Table:
     """One row per variant: the recorded Nsight Compute metrics of ``columns`` ((label, metric) pairs)."""
-    from course import measurements
+    from course.measure import measurements
 
     by = measurements.by_variant(records)
     rows = []
@@ -213,7 +213,7 @@ def ncu_table(names, records, columns=NCU_COLUMNS) -> Table:
 
 def sweep_plot(records, *, xlabel: str = "GB/s (16384² int32); red: registry versions, purple: sweep"):
     """Bars of every recorded course and sweep variant, with memcpy, 0.8 × memcpy and 3 × CuPy; returns the best."""
-    from course import measurements
+    from course.measure import measurements
 
     ours = sorted((r for r in records if r.get("category") in ("course", "sweep") and r.get("gbps")),
                   key=lambda r: r["gbps"])
@@ -253,7 +253,7 @@ def recorder(records: dict):
 
 def measured(value, unit: str = "ms", spec: str = ".3f") -> str:
     """``value`` with its unit, or "not measured yet" when no run has recorded it."""
-    from course import measurements
+    from course.measure import measurements
 
     return measurements.NOT_MEASURED if value is None else f"{value:{spec}} {unit}"
 
@@ -275,7 +275,7 @@ def shared_lines(report, *, ideal: bool = True) -> Table:
 
 
 def occupancy_table(rows) -> Table:
-    """``course.occupancy.Occupancy`` results as a table: block, registers, shared, blocks and warps per SM, limit."""
+    """``course.measure.occupancy.Occupancy`` results as a table: block, registers, shared, blocks and warps per SM, limit."""
     return Table(["threads/block", "regs/thread", "shared B/block", "blocks/SM", "warps/SM", "occupancy", "limited by"],
                  [[o.threads_per_block, o.regs_per_thread, o.shared_per_block, o.blocks_per_sm,
                    f"{o.warps_per_sm}/{o.max_warps_per_sm}", f"{o.occupancy:.0%}", " and ".join(o.limited_by)]

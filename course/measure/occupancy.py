@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import course  # (chooses the backend before numba is imported)
 from course import device as _dev
 
-MEASUREMENTS = pathlib.Path(__file__).resolve().parents[1] / "data" / "measurements"
+MEASUREMENTS = pathlib.Path(__file__).resolve().parents[2] / "data" / "measurements"
 RECORDED = MEASUREMENTS / "occupancy.json"
 
 

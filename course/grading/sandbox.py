@@ -1,4 +1,4 @@
-"""The box a submitted notebook's Jupyter kernel runs in (used by :mod:`course.grade`).
+"""The box a submitted notebook's Jupyter kernel runs in (used by :mod:`course.grading.grade`).
 
 Two levels, chosen per machine (``describe()`` says which one a run got; ``results.json`` records it):
 
@@ -18,7 +18,7 @@ When the grader runs as root, the kernel also runs as another user (``COURSE_GRA
 grading slot from 1500000000 by default): inside bubblewrap as the user namespace's uid; without it as a
 real uid (then it cannot write the course, the gradebook or the submissions, nor signal the grader),
 which needs Python installed where other users can read it (``describe()`` says when it is not). This file is also the program that starts the kernel:
-``python -I -B course/sandbox.py CONFIG_JSON -- KERNEL ARGV`` (it imports nothing from the course).
+``python -I -B course/grading/sandbox.py CONFIG_JSON -- KERNEL ARGV`` (it imports nothing from the course).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ import tempfile
 import types
 from typing import Optional
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS_FILE = ROOT / "data" / "compiler_facts.json"
 CC = (9, 0)  # the H200's compute capability: the machine the course validates against
 TIMEOUT_S = 240  # one child compiles a handful of kernels; ptxas on a fully unrolled loop takes ~1 s
@@ -275,7 +275,7 @@ pkg.on_gpu, pkg.pick, pkg.BACKEND = backend.on_gpu, backend.pick, "gpu"
 
 _CHILD = HARDWARE_MODE_PRELUDE + r'''
 import pickle, json
-from course import compiler
+from course.trace import compiler
 jobs = pickle.load(sys.stdin.buffer)
 out = [compiler._child_compile(job, sys.argv[2], sys.argv[3]) for job in jobs]
 sys.stdout.write("\n@@FACTS@@" + json.dumps(out))
@@ -445,7 +445,7 @@ def write_committed(new: dict) -> None:
     except (OSError, ValueError):
         data = {}
     data.setdefault("what", "SASS memory instructions per source line of the course's kernels, compiled for sm_90 "
-                            "by course/compiler.py (numba-cuda -> NVVM -> ptxas -> nvdisasm); read by course/trace.py")
+                            "by course/trace/compiler.py (numba-cuda -> NVVM -> ptxas -> nvdisasm); read by course/trace.py")
     kernels = data.setdefault("kernels", {})
     kernels.update(new)
     data["kernels"] = dict(sorted(kernels.items()))

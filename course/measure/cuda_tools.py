@@ -2,7 +2,7 @@
 
 :func:`find_tool` finds ``ncu``, ``compute-sanitizer``, ``cuobjdump`` or ``nvdisasm``; :func:`ncu_profile` runs a
 child command under Nsight Compute and :func:`parse_ncu_csv` reads its launches; :func:`sass_instructions`
-reads an nvdisasm listing.  Every public name here is also reachable as ``course.bench.<name>``.
+reads an nvdisasm listing.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import subprocess
 from typing import Iterable, Optional
 
-from course.bench import BenchError
-from course.bench_harness import scrub
+from course.measure.bench import BenchError
+from course.measure.bench_harness import scrub
 
 # --- tools of the CUDA toolkit: Nsight Compute -------------------------------------------------------------
 
@@ -32,27 +32,53 @@ def find_tool(name: str) -> Optional[str]:
     return None
 
 
-def parse_ncu_csv(text: str) -> list:
-    """Profiled launches in order, ``[{"kernel": name, "id": n, metric: value}]``, from ``ncu --csv`` output."""
+def ncu_launches(text: str) -> list:
+    """The launches of ``ncu --csv`` output in ID order, ``[{"id": n, "kernel": name, "rows": [(metric, unit,
+    value text)]}]``: the one reader of ncu's CSV (its table starts at the line that begins with ``"ID"``); each
+    script shapes the launches as its records need (:func:`parse_ncu_csv` is the course's shape)."""
     import csv
     import io
 
-    start = text.find('"ID"')
-    if start < 0:
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
         return []
     launches: dict = {}
-    for row in csv.DictReader(io.StringIO(text[start:])):
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
         try:
             key = int(row["ID"])
         except (KeyError, TypeError, ValueError):
             continue
-        d = launches.setdefault(key, {"id": key, "kernel": row.get("Kernel Name", "")})
-        raw = (row.get("Metric Value") or "").replace(",", "")
-        try:
-            d[row.get("Metric Name")] = float(raw)
-        except ValueError:
-            d[row.get("Metric Name")] = raw
+        d = launches.setdefault(key, {"id": key, "kernel": row.get("Kernel Name", ""), "rows": []})
+        d["rows"].append((row.get("Metric Name", ""), row.get("Metric Unit", ""), row.get("Metric Value")))
     return [launches[k] for k in sorted(launches)]
+
+
+def ncu_number(text, *, words: bool = True):
+    """A value of ncu's CSV as a number (``"1,024"`` -> 1024, ``"12.5"`` -> 12.5; an int when whole); an empty
+    field is None, and text that is not a number stays text (``words=False``: None, as for ``n/a``)."""
+    t = (text or "").strip().replace(",", "")
+    try:
+        v = float(t)
+    except ValueError:
+        return (t or None) if words else None
+    return int(v) if v.is_integer() else v
+
+
+def parse_ncu_csv(text: str) -> list:
+    """Profiled launches in order, ``[{"kernel": name, "id": n, metric: value}]``, from ``ncu --csv`` output
+    (each value a float where it parses, else its text)."""
+    out = []
+    for launch in ncu_launches(text):
+        d = {"id": launch["id"], "kernel": launch["kernel"]}
+        for name, _unit, value in launch["rows"]:
+            raw = (value or "").replace(",", "")
+            try:
+                d[name] = float(raw)
+            except ValueError:
+                d[name] = raw
+        out.append(d)
+    return out
 
 
 def ncu_profile(argv: list, metrics: Iterable[str], *, kernel_regex: Optional[str] = None,

@@ -1,14 +1,14 @@
-"""The counting rules of :mod:`course.analysis`, vectorised with NumPy for many warp-level instructions at once.
+"""The counting rules of :mod:`course.trace.analysis`, vectorised with NumPy for many warp-level instructions at once.
 
 The tracer (:mod:`course.trace`) counts whole launches with these; ``tests/test_analysis.py`` checks that
-they agree with the scalar rules of :mod:`course.analysis` on every case.
+they agree with the scalar rules of :mod:`course.trace.analysis` on every case.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from course import analysis
+from course.trace import analysis
 
 
 def warp_of(gt, nthreads):
