@@ -186,3 +186,79 @@ def stuck_error(lau, waiting, states):
         f"{tuple(sample.thread)}, wait at {what} ({place}: {src}), but {reason}",
         kernel=lau.name, line=line, block=sample.block, thread=sample.thread,
     )
+
+
+# Warp collectives and their masks (CUDA C++ Programming Guide, warp vote / shuffle / match functions: "Each calling
+# thread must have its own bit set in the mask and all non-exited threads named in mask must execute the same
+# intrinsic with the same mask, or the result is undefined")
+
+
+def lanes_text(lanes) -> str:
+    """``lane 3``, ``lanes 16-31``, ``lanes 0, 2, 4-7``: lane numbers in ranges."""
+    nums = sorted({t if isinstance(t, int) else t.lane for t in lanes})
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ("lane " if len(nums) == 1 else "lanes ") + ", ".join(parts)
+
+
+def _call_name(kind):
+    return f"cuda.{kind}_sync"
+
+
+def _warp_head(lau, what, call):
+    ts = call[0]
+    code, line = ts.site
+    place, src = _where(code, line)
+    return ts, line, (f"{what} in kernel `{lau.name}`, block {tuple(ts.block)}, warp {ts.warp}\n"
+                      f"at {place}:\n    {src}\n")
+
+
+def mask_outside_error(lau, kind, lanes, outside):
+    mask = outside[0].mask & 0xFFFFFFFF
+    inside = [t for t in lanes if (t.mask >> t.lane) & 1]
+    ts, line, head = _warp_head(lau, "warp collective with a lane outside its own mask", outside)
+    got = ""
+    if kind == "ballot" and inside and all(t.mask == mask for t in inside):
+        bits = 0
+        for t in inside:
+            if t.value:
+                bits |= 1 << t.lane
+        got = f" ({lanes_text(inside)}, in the mask, get {bits:#010x})"
+    return KernelError(
+        head + f"{lanes_text(outside)} {'calls' if len(outside) == 1 else 'call'} {_call_name(kind)} with mask {mask:#010x}, which leaves them out: on a GPU "
+        f"each calling lane must be in the mask it passes, or the result is undefined. Only the lanes the mask names "
+        f"take part{got}. Call it only from those lanes (an `if` around the call), or pass a mask that names every "
+        "caller (cuda.activemask(), or 0xFFFFFFFF when the whole warp calls it).",
+        kernel=lau.name, line=line, block=ts.block, thread=outside[0].thread,
+    )
+
+
+def mask_mismatch_error(lau, kind, call, other):
+    mask = call[0].mask & 0xFFFFFFFF
+    ts, line, head = _warp_head(lau, "warp collective with different masks", call)
+    masks = sorted({t.mask & 0xFFFFFFFF for t in other})
+    return KernelError(
+        head + f"{lanes_text(call)} {'passes' if len(call) == 1 else 'pass'} mask {mask:#010x}, which names {lanes_text(other)}, but those pass "
+        f"{', '.join(f'{m:#010x}' for m in masks)}: on a GPU every lane a mask names must call the collective with "
+        "the same mask, or the result is undefined (or the warp hangs). Compute one mask for every lane that calls "
+        "it (e.g. cuda.activemask() just before), or give each group of lanes a mask that names only itself.",
+        kernel=lau.name, line=line, block=ts.block, thread=ts.thread,
+    )
+
+
+def not_arrived_error(lau, kind, call, absent):
+    mask = call[0].mask & 0xFFFFFFFF
+    ts, line, head = _warp_head(lau, "deadlock at a warp collective", call)
+    return KernelError(
+        head + f"{lanes_text(call)} {'waits' if len(call) == 1 else 'wait'} at {_call_name(kind)} with mask {mask:#010x}, but {lanes_text(absent)} "
+        "named in the mask did not arrive: they went past it (an `if` they skip) and finished the kernel, so on a GPU "
+        "the lanes that did call it would wait for them (a hang) or read undefined values. Every lane in the mask must "
+        "call the collective: move it out of the `if` (guard only the memory accesses), or pass the mask of the lanes "
+        "that really call it (cuda.activemask() inside the `if`).",
+        kernel=lau.name, line=line, block=ts.block, thread=ts.thread,
+    )
