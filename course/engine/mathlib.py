@@ -99,7 +99,7 @@ def _binary(name):
 _I32_LIKE = (np.int8, np.int16, np.int32, np.uint8, np.uint16)
 
 
-def pow(x, y):  # noqa: A001 - math.pow
+def pow(x, y):
     """math.pow as numba-cuda types it: (float32, float32) and (float32, int32) give float32, the rest float64."""
     f32 = _is_f32(x) and (_is_f32(y) or y.__class__ in _I32_LIKE)
     try:

@@ -109,6 +109,8 @@ def _launch_error(lau, ts, exc, timeout=False):
             kplace, ksrc = _where(kcode, kline)
             lines.append(f"  called from {kplace}:  {ksrc}")
     where = "\n".join(lines)
+    if timeout and getattr(lau, "stalled", None) is not None:
+        return stall_error(lau, ts, exc)
     if timeout:
         head = (
             f"kernel `{lau.name}` ran past its time limit on the CPU engine ({lau.time_limit:g} s); "
@@ -262,3 +264,33 @@ def not_arrived_error(lau, kind, call, absent):
         "that really call it (cuda.activemask() inside the `if`).",
         kernel=lau.name, line=line, block=ts.block, thread=ts.thread,
     )
+
+
+def stall_error(lau, ts, exc):
+    """The KernelError of a launch the stall watch stopped: one thread in one ``while`` loop, nothing changing."""
+    (code, first, _last), seconds = lau.stalled
+    place, src = _where(code, first)
+    who = f"block {tuple(ts.block)}, thread {tuple(ts.thread)}" if ts is not None else "a thread"
+    return KernelError(
+        f"kernel `{lau.name}` cannot finish: {who} has been in the `while` loop at {place} for {seconds:.1f} s while "
+        "no thread finished or passed a barrier and no global or shared memory changed, so nothing can make its "
+        f"condition change:\n    {src}\n"
+        "If the loop waits for a value another block writes (a flag, a counter): on the CPU engine blocks run one "
+        "after another, so that block never runs while this one waits; on a GPU such a wait may hang or deadlock too "
+        "(CUDA does not promise that the blocks of a grid run at the same time). Do not wait for other blocks inside "
+        "a kernel: end the kernel there and launch a second one (a launch boundary is a grid-wide barrier), or "
+        "combine results with atomics that do not wait. If it is a loop that never ends, check its condition and what "
+        "changes it. (A loop that really runs this long without writing memory: raise COURSE_STALL_LIMIT, in seconds.)",
+        kernel=lau.name, line=first, block=getattr(ts, "block", None), thread=getattr(ts, "thread", None),
+    )
+
+
+def progress_note(lau):
+    """One line on stderr: a launch still running after a few seconds says how far it is and how to stop it."""
+    import sys
+
+    done, total = lau.blocks_done, lau.blocks_total
+    print(f"[course engine] kernel `{lau.name}` is still running on the CPU: {done} of {total} blocks done "
+          f"({100 * done / max(total, 1):.0f} %). To stop it, interrupt the kernel (Jupyter: the ■ button, or "
+          f"Kernel → Interrupt; a script: Ctrl-C); a smaller problem runs faster (course.pick(cpu=..., gpu=...)).",
+          file=sys.stderr, flush=True)

@@ -15,6 +15,7 @@ from course.engine.messages import (
     mask_mismatch_error,
     mask_outside_error,
     not_arrived_error,
+    progress_note,
     stuck_error,
     thread_error,
 )
@@ -76,6 +77,10 @@ def run_grid(lau, module, fn, kargs, seed):
         _run_block(lau, module, pool, b, bl, threads, rng)
         if end:
             end(b)
+        lau.blocks_done += 1
+        if lau.note_due and not lau.noted:
+            lau.noted = True
+            progress_note(lau)
 
 
 def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
