@@ -86,6 +86,8 @@ def k{i}(a, n):
     z = q
     s = cuda.shared.array({shape}, float32)
     a[0] = 0
+    a[n % TILE] = 0  # names read in a subscript target are not assigned (issue 24: `keys[t] % NB`)
+    a[q % TILE] += 0
 '''
 
 GPU_VERDICTS = HARDWARE_MODE_PRELUDE + r'''

@@ -88,6 +88,11 @@ class Launch:
         self.next_sync = 0  # the next syncwarp event id (every resolved syncwarp() is one event)
         self.sync_log = []  # with hooks: (event id, participating tids) per syncwarp of the running block
         self.preempt = None  # engine.order(seed): a random.Random that decides where a thread pauses after a load
+        self.blocks_done = 0
+        self.blocks_total = grid[0] * grid[1] * grid[2]
+        self.note_due = False  # set by the stall watch after a few seconds: the launch says how far it is, once
+        self.noted = False
+        self.stalled = None  # (while loop, seconds) when the stall watch stopped the launch
 
 
 state = threading.local()

@@ -18,10 +18,10 @@ from course.engine.kernel_api import (
     launch_state,
     state,
 )
-from course.engine.messages import KernelError, LaunchTimeout, typed_error
+from course.engine.messages import KernelError, LaunchTimeout, stall_error, typed_error
 from course.engine.scheduler import run_grid
 from course.engine.swap import Swapper, never_blocks
-from course.engine.watchdog import Watchdog
+from course.engine.watchdog import StallWatch, Watchdog
 
 # Launch
 
@@ -206,22 +206,27 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     lau.time_limit = limit
     watchdog = Watchdog(limit)
     lau.watchdog = watchdog
+    stallwatch = StallWatch(lau, module, kargs, watchdog)
     state.launch = lau
     state.module = module
     try:
         swapper.add(fn)
         lau.direct = lau.preempt is None and never_blocks(lau, module)
         watchdog.start()
+        stallwatch.start()
         errstate = np.errstate(divide="raise") if getattr(kernel, "_debug", False) else contextlib.nullcontext()
         try:
             with errstate:
                 run_grid(lau, module, fn, kargs, seed)
-        except LaunchTimeout:  # landed between two threads, in the scheduler itself
+        except LaunchTimeout as exc:  # landed between two threads, in the scheduler itself
+            if lau.stalled is not None:
+                raise stall_error(lau, module._ts, exc) from None
             raise KernelError(
                 f"kernel `{name}` ran past its time limit on the CPU engine ({limit:g} s). Use a smaller problem "
                 "(course.pick(cpu=..., gpu=...)) or raise COURSE_TIME_LIMIT.", kernel=name
             ) from None
     finally:
+        stallwatch.cancel()
         watchdog.cancel()
         swapper.restore()
         state.launch = None

@@ -109,6 +109,8 @@ def _launch_error(lau, ts, exc, timeout=False):
             kplace, ksrc = _where(kcode, kline)
             lines.append(f"  called from {kplace}:  {ksrc}")
     where = "\n".join(lines)
+    if timeout and getattr(lau, "stalled", None) is not None:
+        return stall_error(lau, ts, exc)
     if timeout:
         head = (
             f"kernel `{lau.name}` ran past its time limit on the CPU engine ({lau.time_limit:g} s); "
@@ -186,3 +188,109 @@ def stuck_error(lau, waiting, states):
         f"{tuple(sample.thread)}, wait at {what} ({place}: {src}), but {reason}",
         kernel=lau.name, line=line, block=sample.block, thread=sample.thread,
     )
+
+
+# Warp collectives and their masks (CUDA C++ Programming Guide, warp vote / shuffle / match functions: "Each calling
+# thread must have its own bit set in the mask and all non-exited threads named in mask must execute the same
+# intrinsic with the same mask, or the result is undefined")
+
+
+def lanes_text(lanes) -> str:
+    """``lane 3``, ``lanes 16-31``, ``lanes 0, 2, 4-7``: lane numbers in ranges."""
+    nums = sorted({t if isinstance(t, int) else t.lane for t in lanes})
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ("lane " if len(nums) == 1 else "lanes ") + ", ".join(parts)
+
+
+def _call_name(kind):
+    return f"cuda.{kind}_sync"
+
+
+def _warp_head(lau, what, call):
+    ts = call[0]
+    code, line = ts.site
+    place, src = _where(code, line)
+    return ts, line, (f"{what} in kernel `{lau.name}`, block {tuple(ts.block)}, warp {ts.warp}\n"
+                      f"at {place}:\n    {src}\n")
+
+
+def mask_outside_error(lau, kind, lanes, outside):
+    mask = outside[0].mask & 0xFFFFFFFF
+    inside = [t for t in lanes if (t.mask >> t.lane) & 1]
+    ts, line, head = _warp_head(lau, "warp collective with a lane outside its own mask", outside)
+    got = ""
+    if kind == "ballot" and inside and all(t.mask == mask for t in inside):
+        bits = 0
+        for t in inside:
+            if t.value:
+                bits |= 1 << t.lane
+        got = f" ({lanes_text(inside)}, in the mask, get {bits:#010x})"
+    return KernelError(
+        head + f"{lanes_text(outside)} {'calls' if len(outside) == 1 else 'call'} {_call_name(kind)} with mask {mask:#010x}, which leaves them out: on a GPU "
+        f"each calling lane must be in the mask it passes, or the result is undefined. Only the lanes the mask names "
+        f"take part{got}. Call it only from those lanes (an `if` around the call), or pass a mask that names every "
+        "caller (cuda.activemask(), or 0xFFFFFFFF when the whole warp calls it).",
+        kernel=lau.name, line=line, block=ts.block, thread=outside[0].thread,
+    )
+
+
+def mask_mismatch_error(lau, kind, call, other):
+    mask = call[0].mask & 0xFFFFFFFF
+    ts, line, head = _warp_head(lau, "warp collective with different masks", call)
+    masks = sorted({t.mask & 0xFFFFFFFF for t in other})
+    return KernelError(
+        head + f"{lanes_text(call)} {'passes' if len(call) == 1 else 'pass'} mask {mask:#010x}, which names {lanes_text(other)}, but those pass "
+        f"{', '.join(f'{m:#010x}' for m in masks)}: on a GPU every lane a mask names must call the collective with "
+        "the same mask, or the result is undefined (or the warp hangs). Compute one mask for every lane that calls "
+        "it (e.g. cuda.activemask() just before), or give each group of lanes a mask that names only itself.",
+        kernel=lau.name, line=line, block=ts.block, thread=ts.thread,
+    )
+
+
+def not_arrived_error(lau, kind, call, absent):
+    mask = call[0].mask & 0xFFFFFFFF
+    ts, line, head = _warp_head(lau, "deadlock at a warp collective", call)
+    return KernelError(
+        head + f"{lanes_text(call)} {'waits' if len(call) == 1 else 'wait'} at {_call_name(kind)} with mask {mask:#010x}, but {lanes_text(absent)} "
+        "named in the mask did not arrive: they went past it (an `if` they skip) and finished the kernel, so on a GPU "
+        "the lanes that did call it would wait for them (a hang) or read undefined values. Every lane in the mask must "
+        "call the collective: move it out of the `if` (guard only the memory accesses), or pass the mask of the lanes "
+        "that really call it (cuda.activemask() inside the `if`).",
+        kernel=lau.name, line=line, block=ts.block, thread=ts.thread,
+    )
+
+
+def stall_error(lau, ts, exc):
+    """The KernelError of a launch the stall watch stopped: one thread in one ``while`` loop, nothing changing."""
+    (code, first, _last), seconds = lau.stalled
+    place, src = _where(code, first)
+    who = f"block {tuple(ts.block)}, thread {tuple(ts.thread)}" if ts is not None else "a thread"
+    return KernelError(
+        f"kernel `{lau.name}` cannot finish: {who} has been in the `while` loop at {place} for {seconds:.1f} s while "
+        "no thread finished or passed a barrier and no global or shared memory changed, so nothing can make its "
+        f"condition change:\n    {src}\n"
+        "If the loop waits for a value another block writes (a flag, a counter): on the CPU engine blocks run one "
+        "after another, so that block never runs while this one waits; on a GPU such a wait may hang or deadlock too "
+        "(CUDA does not promise that the blocks of a grid run at the same time). Do not wait for other blocks inside "
+        "a kernel: end the kernel there and launch a second one (a launch boundary is a grid-wide barrier), or "
+        "combine results with atomics that do not wait. If it is a loop that never ends, check its condition and what "
+        "changes it. (A loop that really runs this long without writing memory: raise COURSE_STALL_LIMIT, in seconds.)",
+        kernel=lau.name, line=first, block=getattr(ts, "block", None), thread=getattr(ts, "thread", None),
+    )
+
+
+def progress_note(lau):
+    """One line on stderr: a launch still running after a few seconds says how far it is and how to stop it."""
+    import sys
+
+    done, total = lau.blocks_done, lau.blocks_total
+    print(f"[course engine] kernel `{lau.name}` is still running on the CPU: {done} of {total} blocks done "
+          f"({100 * done / max(total, 1):.0f} %). To stop it, interrupt the kernel (Jupyter: the ■ button, or "
+          f"Kernel → Interrupt; a script: Ctrl-C); a smaller problem runs faster (course.pick(cpu=..., gpu=...)).",
+          file=sys.stderr, flush=True)

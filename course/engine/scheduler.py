@@ -8,8 +8,17 @@ import contextvars
 import numpy as np
 from greenlet import getcurrent, greenlet
 
+from course.engine.arrays import poison
 from course.engine.kernel_api import FULL_MASK, Dim3, ThreadState
-from course.engine.messages import divergence_error, stuck_error, thread_error
+from course.engine.messages import (
+    divergence_error,
+    mask_mismatch_error,
+    mask_outside_error,
+    not_arrived_error,
+    progress_note,
+    stuck_error,
+    thread_error,
+)
 
 _DONE = object()
 
@@ -68,6 +77,10 @@ def run_grid(lau, module, fn, kargs, seed):
         _run_block(lau, module, pool, b, bl, threads, rng)
         if end:
             end(b)
+        lau.blocks_done += 1
+        if lau.note_due and not lau.noted:
+            lau.noted = True
+            progress_note(lau)
 
 
 def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
@@ -163,7 +176,12 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
 
 
 def _resolve_warps(lau, waiting, states):
-    """Complete every warp collective whose participating lanes have all arrived; return the lanes to resume."""
+    """Complete every warp collective whose participating lanes have all arrived; return the lanes to resume.
+
+    A collective other than ``syncwarp`` is the lanes of one warp at one call site passing one mask; lanes at
+    that site with another mask form another collective (CUDA: each half of a warp may name itself).  A lane
+    outside the mask it passes, lanes whose masks name each other but differ, and lanes of the mask that finish
+    the kernel without arriving are errors (undefined or a hang on a GPU), named with their line."""
     resumed = []
     groups = {}
     for ts in waiting:
@@ -186,34 +204,104 @@ def _resolve_warps(lau, waiting, states):
                 mask |= 1 << t.lane
             for t in lanes:
                 t.result = np.uint32(mask)
-        else:
+            calls = [lanes]
+        elif kind == "syncwarp":
             mask = lanes[0].mask & FULL_MASK
             here = {t.lane for t in lanes}
-            needed = [t for t in warp_states if (mask >> t.lane) & 1 and t.wait != "exited"]
-            if any(t.lane not in here for t in needed):
+            if any((mask >> t.lane) & 1 and t.wait != "exited" and t.lane not in here for t in warp_states):
                 continue
-            _compute_collective(kind, lanes)
-        if kind == "syncwarp":
-            # the one warp-level operation that orders memory: an event the tracer can name.  shfl_*_sync, votes
-            # and match order execution only (racecheck reports a shared store, a shfl, a neighbour's load);
-            # activemask() orders nothing
+            _compute_collective(kind, lanes, mask)
+            calls = [lanes]
+        else:
+            outside = [t for t in lanes if not (t.mask >> t.lane) & 1]
+            if outside:
+                raise mask_outside_error(lau, kind, lanes, outside)
+            by_mask = {}
             for t in lanes:
-                t.warp_syncs += 1
-            if lau.hooks is not None:  # an observer (the tracer) orders accesses by the syncs both lanes took
-                lau.sync_log.append((lau.next_sync, [t.tid for t in lanes]))
-            lau.next_sync += 1
-        for t in lanes:
-            t.wait = None
-        resumed.extend(lanes)
+                by_mask.setdefault(t.mask & FULL_MASK, []).append(t)
+            calls = []
+            for mask, call in by_mask.items():
+                here = {t.lane for t in call}
+                other = [t for t in lanes if t.lane not in here and (mask >> t.lane) & 1]
+                if other:
+                    raise mask_mismatch_error(lau, kind, call, other)
+                absent = [t for t in warp_states if (mask >> t.lane) & 1 and t.lane not in here]
+                if any(t.wait != "exited" for t in absent):
+                    continue  # a lane of the mask waits elsewhere: it may still come
+                if absent and not _may_return_early(lau):
+                    # they ran past the call to the kernel's end: on a GPU the others wait for them
+                    raise not_arrived_error(lau, kind, call, absent)
+                _compute_collective(kind, call, mask)
+                calls.append(call)
+        for call in calls:
+            if kind == "syncwarp":
+                # the one warp-level operation that orders memory: an event the tracer can name.  shfl_*_sync, votes
+                # and match order execution only (racecheck reports a shared store, a shfl, a neighbour's load);
+                # activemask() orders nothing
+                for t in call:
+                    t.warp_syncs += 1
+                if lau.hooks is not None:  # an observer (the tracer) orders accesses by the syncs both lanes took
+                    lau.sync_log.append((lau.next_sync, [t.tid for t in call]))
+                lau.next_sync += 1
+            for t in call:
+                t.wait = None
+            resumed.extend(call)
     return resumed
 
+
+_early_returns: dict = {}  # kernel code -> whether it has a `return` before its end
+
+
+def _may_return_early(lau):
+    """Whether the kernel has an explicit ``return`` before its last statement (an unreadable source counts as yes).
+
+    Lanes that return early have exited when the others reach a full-mask collective, which CUDA allows ("all
+    non-exited threads named in mask"); lanes that skip the collective and run to the kernel's end have not."""
+    code = getattr(lau.fn, "__code__", None)
+    if code not in _early_returns:
+        try:
+            import ast
+            import inspect
+            import textwrap
+
+            fn = ast.parse(textwrap.dedent(inspect.getsource(code))).body[0]
+            last = fn.body[-1]
+            early = False
+            stack = list(fn.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                    continue
+                if isinstance(node, ast.Return) and node is not last:
+                    early = True
+                    break
+                stack.extend(ast.iter_child_nodes(node))
+            _early_returns[code] = early
+        except Exception:
+            _early_returns[code] = True
+    return _early_returns[code]
 
 
 def _i32(bits):
     return np.uint32(bits).view(np.int32)
 
 
-def _compute_collective(kind, lanes):
+def _undefined(value):
+    """What the engine gives for a value CUDA leaves undefined: NaN, or 0xA5 bytes, as uninitialised memory."""
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, float):
+        return float("nan")
+    if isinstance(value, int):
+        return int(_i32(0xA5A5A5A5))
+    if isinstance(value, np.generic):
+        out = np.empty(1, value.dtype)
+        poison(out)
+        return out[0]
+    return value
+
+
+def _compute_collective(kind, lanes, mask=FULL_MASK):
     by_lane = {t.lane: t for t in lanes}
     if kind == "syncwarp":
         for t in lanes:
@@ -238,10 +326,14 @@ def _compute_collective(kind, lanes):
                 src = t.lane ^ int(arg)
                 if (src & ~(width - 1)) > seg:
                     src = t.lane
-            # A source lane that does not take part (not in mask, or exited) gives an undefined value on a
-            # GPU; the engine returns the caller's own value, deterministically.
-            source = by_lane.get(src & 31, t)
-            t.result = source.value
+            # A source lane outside the mask gives an undefined value on a GPU (CUDA's guide): NaN / 0xA5 bytes
+            # here, so that a result that uses it shows it (half a warp summing with 0xFFFF reads such values in
+            # lanes whose sums nobody uses).  One of the mask that has exited: the caller's own value, as before.
+            src &= 31
+            if not (mask >> src) & 1:
+                t.result = _undefined(t.value)
+            else:
+                t.result = by_lane.get(src, t).value
         return
     preds = [t.value for t in lanes]
     # result types as numba-cuda types them on the GPU: ballot and match masks are int32 bit patterns,

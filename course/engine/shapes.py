@@ -52,16 +52,14 @@ def _problem(frame, kind: str, in_kernel: bool):
             for t in node.targets:
                 if isinstance(t, ast.Name):
                     assigned.setdefault(t.id, []).append(node.value)
-                else:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            assigned.setdefault(n.id, []).append(None)
+                else:  # a tuple unpacks into names; `out[keys[t] % NB] = v` binds no name (NB stays a constant)
+                    for n in _bound_names(t):
+                        assigned.setdefault(n, []).append(None)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
             targets = [node.target] if hasattr(node, "target") else [i.optional_vars for i in node.items]
             for t in targets:
-                for n in ast.walk(t) if t is not None else ():
-                    if isinstance(n, ast.Name):
-                        assigned.setdefault(n.id, []).append(None)
+                for n in _bound_names(t) if t is not None else ():
+                    assigned.setdefault(n, []).append(None)
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno)
                 and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
@@ -74,6 +72,18 @@ def _problem(frame, kind: str, in_kernel: bool):
         if bad is not None:
             return _message(kind, shape, bad)
     return None
+
+
+def _bound_names(target):
+    """The names an assignment target binds: ``a``, ``(a, b)``, ``*rest``; not the names read inside a subscript or
+    attribute target (``h[keys[t] % NB] += 1`` reads NB, it does not assign it)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound_names(e)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 def _not_constant(node, params, assigned, depth):

@@ -10,6 +10,7 @@ import numpy as np
 import sys
 import types
 
+from course.engine import mathlib
 from course.engine.simulator import cuda_module, device_py_func
 
 # Installing the kernel's world: swap ``cuda`` and device functions in the globals it reaches
@@ -53,6 +54,8 @@ def never_blocks(lau, module) -> bool:
     for value in values:
         if value is module or value is np or value is _math or isinstance(value, _SAFE_GLOBAL_TYPES):
             continue
+        if value is mathlib.MATH or id(value) in mathlib.ENGINE_FUNCTIONS:
+            continue
         if isinstance(value, type) or isinstance(value, (_types.BuiltinFunctionType, np.ufunc)):
             continue
         if isinstance(value, tuple) and all(isinstance(v, _SAFE_GLOBAL_TYPES) for v in value):
@@ -66,6 +69,9 @@ def never_blocks(lau, module) -> bool:
             continue
         return False
     return True
+
+
+_MATH_MODULE = sys.modules["math"]
 
 
 class NumbaProxy(types.ModuleType):
@@ -104,6 +110,11 @@ class Swapper:
             if self._proxy is None:
                 self._proxy = NumbaProxy(self.numba, self.module)
             return self._proxy
+        if value is _MATH_MODULE:  # math typed as numba-cuda types it: float32 in, float32 out
+            return mathlib.MATH
+        hit = mathlib.REPLACEMENTS.get(id(value))
+        if hit is not None and hit[0] is value:  # `from math import exp`
+            return hit[1]
         return None
 
     def add(self, fn):
