@@ -119,7 +119,7 @@ from course.grading.source import (  # noqa: E402
 __all__ = ["FIELDS", "MAX_BYTES", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
            "compile_target", "display_name", "exercise_seed", "expected_exercises", "grade", "grade_one",
            "grading_arguments", "inside", "judge_isolated", "judge_one", "judge_submission", "kernel_env",
-           "linted_def", "load_notebook", "main", "parse_time", "read_entry", "run_notebook", "run_submission",
+           "linted_def", "load_notebook", "main", "new_salt", "parse_time", "read_entry", "run_notebook", "run_submission",
            "scan", "shard_of", "submitted_at", "tree_hashes", "warm_up", "write_outputs"]
 
 ROOT = pathlib.Path(os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__).resolve().parents[1])
@@ -159,10 +159,18 @@ def expected_exercises(path_name: str, nb) -> list:
     return sorted(set(names), key=order.index)
 
 
-def exercise_seed(sha256: str, exercise: str, salt: str = "") -> int:
-    """The seed of an exercise's random inputs for one submission: from its bytes, so a regrade of the same
-    file draws the same inputs (``--seed`` changes them for a whole class)."""
+def exercise_seed(sha256: str, exercise: str, salt: str) -> int:
+    """The seed of an exercise's random inputs (and of the sizes its properties are measured on) for one
+    submission: from its bytes and the run's salt, so a regrade of the same file with the same ``--salt``
+    draws the same inputs, and nobody without the salt can compute them in advance."""
     return int(hashlib.sha256(f"{salt}:{sha256}:{exercise}".encode()).hexdigest()[:8], 16)
+
+
+def new_salt() -> str:
+    """A grading run's secret salt (128 bits from :mod:`secrets`): recorded in results.json, never shown to learners."""
+    import secrets
+
+    return secrets.token_hex(16)
 
 
 def judge_submission(label: str, data: bytes, opts: dict) -> dict:
@@ -183,8 +191,11 @@ def judge_submission(label: str, data: bytes, opts: dict) -> dict:
                                         "metadata, no chapter number in its name, no exercise function defined)"))
         return record
     found = scan(nb)
+    if opts.get("salt") is None:  # judged alone (not by grade(), which draws one per run): a secret salt too
+        opts = {**opts, "salt": new_salt()}
+        record["salt"] = opts["salt"]
     for ex in names:
-        seed = exercise_seed(sha, ex, opts.get("seed", ""))
+        seed = exercise_seed(sha, ex, opts["salt"])
         record["exercises"].append(judge_isolated(found, ex_mod.get(ex), opts["launch_timeout"], seed=seed))
     return record
 
@@ -445,11 +456,12 @@ def warm_up():
 
 
 def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeout=None, quiet=False,
-          shard=None, deadline=None, seed="", use_sandbox=True, own_process=False) -> list:
+          shard=None, deadline=None, salt=None, use_sandbox=True, own_process=False) -> list:
     """Grade every notebook under ``paths`` into ``out_dir``; return the gradebook rows.
 
     ``shard``: (i, n) grades only the submissions :func:`shard_of` gives to shard i; ``deadline``: a UTC
-    datetime, work submitted after it is marked late; ``seed``: a salt for every submission's input seeds;
+    datetime, work submitted after it is marked late; ``salt``: the salt of every submission's input seeds
+    (``None``: a secret one drawn for this run, recorded in results.json so that ``--salt`` regrades it);
     ``own_process``: this process is the grader's alone (the command line), so it may reap and kill every
     process below it at the end (orphans of a grading process killed on its time limit)."""
     out_dir = pathlib.Path(out_dir)
@@ -466,7 +478,9 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     entries = collect(paths)
     if shard:
         entries = [e for e in entries if shard_of(e.label, shard[1]) == shard[0]]
-    opts = {"cell_timeout": cell_timeout, "timeout": timeout, "seed": seed, "sandbox": use_sandbox,
+    salt_given = salt is not None
+    salt = new_salt() if salt is None else str(salt)
+    opts = {"cell_timeout": cell_timeout, "timeout": timeout, "salt": salt, "sandbox": use_sandbox,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
     scratch = tempfile.mkdtemp(prefix="course-grade-", dir=sandbox.scratch_parent(tempfile.gettempdir()))
     os.chmod(scratch, 0o711)  # the kernels' own uid must reach their folders inside
@@ -581,7 +595,9 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         "grader": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                    "seconds": round(time.time() - started, 1), "jobs": jobs, "cell_timeout": cell_timeout,
                    "timeout": timeout, "launch_timeout": opts["launch_timeout"], "backend": course.BACKEND,
-                   "grader_files_changed": changed, "sandbox": box, "seed": seed,
+                   "grader_files_changed": changed, "sandbox": box,
+                   # the salt is the instructor's: a regrade with --salt SALT draws every input again
+                   "salt": salt, "salt_from": "--salt" if salt_given else "drawn for this run (secret)",
                    "grader_code": "a fresh copy of course/, bytecode off" if os.environ.get("COURSE_GRADE_FRESH")
                    and str(PACKAGE).startswith(os.environ["COURSE_GRADE_FRESH"]) else "the checkout's course/",
                    "shard": list(shard) if shard else None,
@@ -628,7 +644,9 @@ def grading_arguments(p: argparse.ArgumentParser):
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per whole notebook run (default 300)")
     p.add_argument("--launch-timeout", type=float, default=None,
                    help=f"seconds one launch of a learner's kernel may take while judged (default {ex_mod.LAUNCH_TIME_LIMIT:g})")
-    p.add_argument("--seed", default="", help="salt for every submission's random inputs (recorded; default none)")
+    p.add_argument("--salt", "--seed", dest="salt", default=None,
+                   help="salt for every submission's random inputs and property sizes (default: a secret one drawn "
+                        "for this run; either way recorded in results.json, so --salt SALT regrades it exactly)")
 
 
 def main(argv=None) -> int:
@@ -650,12 +668,15 @@ def main(argv=None) -> int:
         p.add_argument("--deadline", type=_parse_deadline, default=None,
                        help="mark work submitted after this time late (ISO 8601; no zone = UTC)")
         args = p.parse_args(argv)
+        if args.shard and args.salt is None:
+            p.error("--shard needs --salt SALT, the same in every shard (merge checks): e.g. "
+                    "python -c 'import secrets; print(secrets.token_hex(16))'")
         missing = [x for x in args.paths if not os.path.lexists(x)]
         if missing:
             print(f"course.grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
             return 2
         rows = grade(args.paths, args.out, jobs=args.jobs, cell_timeout=args.cell_timeout, timeout=args.timeout,
-                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, seed=args.seed,
+                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, salt=args.salt,
                      own_process=True)
         width = max((len(r["submission"]) for r in rows), default=10)
         for r in rows:

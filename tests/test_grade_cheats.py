@@ -7,7 +7,10 @@ source, linted, compiled, judged in a forked process), without running the noteb
 written here from what each cheat does, not from the grader's output.
 """
 
+import json
 import pathlib
+
+import pytest
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,3 +43,38 @@ def test_a_race_on_one_global_word_costs_the_point_and_names_its_line():
         assert "no race between threads" in msg and "race on global array `out`" in msg and line in msg, msg
     # the plain += in a reduction gives a wrong sum in another thread order as well: the message says which
     assert "correct in another thread order" in rows["06.sum_grid_stride"]["message"]
+
+
+# --- 3. a secret salt per grading run --------------------------------------------------------------------------
+
+
+def _grade_without_running(monkeypatch, tmp_path, name, **kw):
+    from course import grade as G
+
+    monkeypatch.setattr(G, "run_notebook", lambda *a, **k: G.RunLog())  # the verdicts alone, no Jupyter kernel
+    out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+    G.grade([CHEATS / name], out, quiet=True, use_sandbox=False, **kw)
+    return json.loads((out / "results.json").read_text()), (out / "gradebook.csv").read_text()
+
+
+def test_the_salt_is_secret_per_run_recorded_and_a_regrade_with_it_draws_the_same_inputs(monkeypatch, tmp_path):
+    first, book = _grade_without_running(monkeypatch, tmp_path, "races.ipynb")
+    second, _ = _grade_without_running(monkeypatch, tmp_path, "races.ipynb")
+    salt = first["grader"]["salt"]
+    assert salt and len(salt) >= 32 and salt != second["grader"]["salt"]  # 128 bits, new every run
+    assert salt not in book  # the gradebook (what learners may be shown) does not carry it
+
+    def seeds(results):
+        return [r["seed"] for s in results["submissions"] for r in s["exercises"]]
+
+    assert seeds(first) != seeds(second)  # nobody can compute a run's inputs before it starts
+    again, _ = _grade_without_running(monkeypatch, tmp_path, "races.ipynb", salt=salt)
+    assert seeds(again) == seeds(first) and again["grader"]["salt_from"] == "--salt"
+
+
+def test_shards_must_share_a_salt_given_on_the_command_line(capsys, tmp_path):
+    from course import grade as G
+
+    with pytest.raises(SystemExit) as err:
+        G.main([str(CHEATS / "races.ipynb"), "--out", str(tmp_path), "--shard", "1/2"])
+    assert err.value.code == 2 and "--shard needs --salt" in capsys.readouterr().err
