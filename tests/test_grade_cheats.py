@@ -78,3 +78,18 @@ def test_shards_must_share_a_salt_given_on_the_command_line(capsys, tmp_path):
     with pytest.raises(SystemExit) as err:
         G.main([str(CHEATS / "races.ipynb"), "--out", str(tmp_path), "--shard", "1/2"])
     assert err.value.code == 2 and "--shard needs --salt" in capsys.readouterr().err
+
+
+# --- 5. one odd cell costs only itself -------------------------------------------------------------------------
+
+
+def test_a_constant_too_deep_to_compile_costs_only_the_kernels_that_use_it():
+    # deep_constant_01.ipynb: cell 2 is N = 1 + 1 + ... (2000 terms); vector_add is right and never names N,
+    # saxpy is right but tests N > 0
+    record, rows = _judged("deep_constant_01.ipynb")
+    assert rows["01.vector_add"]["status"] == "pass", rows["01.vector_add"]
+    saxpy = rows["01.saxpy"]
+    assert saxpy["status"] == "rejected" and saxpy["score"] == 0
+    assert "uses N" in saxpy["message"] and "cell 2, line 1" in saxpy["message"] and "nested too deeply" in saxpy[
+        "message"] and "one number" in saxpy["message"], saxpy
+    assert "N = 2000" in saxpy["hint"]
