@@ -119,13 +119,27 @@ from course.grading.source import (  # noqa: E402
 __all__ = ["FIELDS", "MAX_BYTES", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
            "compile_target", "display_name", "exercise_seed", "expected_exercises", "grade", "grade_one",
            "grading_arguments", "inside", "judge_isolated", "judge_one", "judge_submission", "kernel_env",
-           "linted_def", "load_notebook", "main", "new_salt", "parse_time", "read_entry", "run_notebook", "run_submission",
+           "linted_def", "load_notebook", "main", "new_salt", "bounded", "parse_time", "read_entry", "run_notebook", "run_submission",
            "scan", "shard_of", "submitted_at", "tree_hashes", "warm_up", "write_outputs"]
 
 ROOT = pathlib.Path(os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__).resolve().parents[1])
 PACKAGE = pathlib.Path(__file__).resolve().parent
 FIELDS = ("student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message")
 MAX_MESSAGE = 640
+#: Characters any one string of results.json may have (a check's detail, a hint, a run log's note): a
+#: submission chooses its exception messages, and three of 100 MB made a 300 MB results.json.
+MAX_STORED = 2000
+
+
+def bounded(value, n: int = MAX_STORED):
+    """``value`` (JSON-able: dicts, lists, strings) with every string cut to ``n`` characters, saying what was cut."""
+    if isinstance(value, str):
+        return value if len(value) <= n else f"{value[:n]} … [{len(value) - n:,} more characters cut]"
+    if isinstance(value, dict):
+        return {bounded(k, 200): bounded(v, n) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [bounded(v, n) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------------------------------
@@ -282,9 +296,9 @@ def judge_one(found: Found, exercise, launch_timeout: float, seed=None) -> dict:
         kernel = compile_target(found, exercise)
         verdict = ex_mod.judge(exercise, kernel, lint=False, time_limit=launch_timeout, seed=seed)
         return _row(exercise.name, verdict.status, verdict.score, verdict.max_score, verdict.message,
-                    results=[r.__dict__ for r in verdict.results], hint=verdict.hint, seed=seed)
+                    results=bounded([r.__dict__ for r in verdict.results]), hint=bounded(verdict.hint), seed=seed)
     except Rejected as rej:
-        return _row(exercise.name, rej.status, 0, exercise.max_score, str(rej), hint=rej.hint, seed=seed)
+        return _row(exercise.name, rej.status, 0, exercise.max_score, str(rej), hint=bounded(rej.hint), seed=seed)
     except Exception as err:  # compiling the learner's code failed in a way the lint did not foresee
         return _row(exercise.name, "error", 0, exercise.max_score, f"could not compile {exercise.target}: "
                     f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", seed=seed)
@@ -367,7 +381,7 @@ def _max(name):
 
 
 def _row(exercise, status, score, max_score, message, **extra):
-    message = " ".join(str(message).split())
+    message = " ".join(bounded(str(message), 4 * MAX_MESSAGE).split())
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
     return {"exercise": exercise, "score": score, "max_score": max_score, "status": status, "message": message, **extra}
@@ -614,13 +628,16 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
 def write_outputs(out_dir, rows, summary):
     """gradebook.csv and results.json, written once, from the results (never appended to)."""
     out_dir = pathlib.Path(out_dir)
+    rows = [{**r, "message": bounded(r["message"], MAX_MESSAGE)} for r in rows]
     tmp = out_dir / ".gradebook.csv.tmp"
     with open(tmp, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, out_dir / "gradebook.csv")
-    (out_dir / "results.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    # every string bounded again here, whatever part of the grader wrote it (a run log, a name note, a problem)
+    summary = bounded(json.loads(json.dumps(summary, default=str)))
+    (out_dir / "results.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
 def _parse_shard(text):

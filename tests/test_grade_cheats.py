@@ -93,3 +93,26 @@ def test_a_constant_too_deep_to_compile_costs_only_the_kernels_that_use_it():
     assert "uses N" in saxpy["message"] and "cell 2, line 1" in saxpy["message"] and "nested too deeply" in saxpy[
         "message"] and "one number" in saxpy["message"], saxpy
     assert "N = 2000" in saxpy["hint"]
+
+
+# --- 6. bounded output -----------------------------------------------------------------------------------------
+
+
+def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
+    # huge_messages_01.ipynb: three kernels each raise a 100 MB message ("ab" * 50000000)
+    results, book = _grade_without_running(monkeypatch, tmp_path, "huge_messages_01.ipynb", salt="s")
+    out = next(tmp_path.iterdir())
+    assert (out / "results.json").stat().st_size < 200_000 and len(book) < 20_000
+    rows = results["submissions"][0]["exercises"]
+    assert [r["status"] for r in rows] == ["error"] * 3
+    details = [c["detail"] for r in rows for c in r["results"] if not c["passed"]]
+    assert len(details) == 3 and all("more characters cut]" in d and len(d) < 2100 for d in details), details
+    assert all("abab" in r["message"] and len(r["message"]) <= 640 for r in rows)
+
+
+def test_every_stored_string_is_bounded():
+    from course.grade import bounded
+
+    got = bounded({"a": ["x" * 5000, {"b": "y" * 10}], "n": 3}, 100)
+    assert got["a"][0] == "x" * 100 + " … [4,900 more characters cut]" and got["a"][1] == {"b": "y" * 10}
+    assert got["n"] == 3

@@ -129,6 +129,16 @@ def is_stub(kernel) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
+#: Characters of an exception's text a verdict keeps: a kernel may raise a message of any size.
+MAX_DETAIL = 1500
+
+
+def cut(text: str, n: int = MAX_DETAIL) -> str:
+    """``text`` with at most ``n`` characters kept, saying how many were cut."""
+    text = str(text)
+    return text if len(text) <= n else f"{text[:n]} … [{len(text) - n:,} more characters cut]"
+
+
 def _classify(exc: BaseException):
     """(status, what, detail) for an exception raised by a launch of the learner's kernel."""
     chain, e = [], exc
@@ -137,12 +147,12 @@ def _classify(exc: BaseException):
         e = getattr(e, "cause", None) or e.__cause__ or e.__context__
     if any(isinstance(e, NotImplementedError) for e in chain):
         return "not attempted", "not written yet", "the kernel still raises NotImplementedError"
-    text = str(exc).strip() or type(exc).__name__
+    text = cut(str(exc).strip() or type(exc).__name__)
     if "time limit" in text:
         return "timeout", "finishes in time", text
     if "out of bounds" in text or "IndexError" in text:
         return "error", "stays inside its arrays", text
-    return "error", "runs without an error", f"{type(exc).__name__}: {text}" if not isinstance(
+    return "error", "runs without an error", f"{cut(type(exc).__name__, 100)}: {text}" if not isinstance(
         exc, RuntimeError) else text
 
 
