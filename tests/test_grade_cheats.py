@@ -116,3 +116,39 @@ def test_every_stored_string_is_bounded():
     got = bounded({"a": ["x" * 5000, {"b": "y" * 10}], "n": 3}, 100)
     assert got["a"][0] == "x" * 100 + " … [4,900 more characters cut]" and got["a"][1] == {"b": "y" * 10}
     assert got["n"] == 3
+
+
+# --- 2. properties measured on sizes drawn per run, with nothing of the grader's importable --------------------
+
+
+def test_a_kernel_cannot_recognise_the_launch_its_properties_are_measured_on():
+    # traced_size.ipynb: count_positive votes only when n == the grader's CNT_TRACE_N (imported from
+    # course.exercises.catalogue.ch02); sum_grid_stride adds in registers only when n == 4096, the traced size
+    # the exercise always had. Both are right everywhere and cheap only there.
+    _, rows = _judged("traced_size.ipynb")
+    assert not _not_full(rows), _not_full(rows)
+    cnt = rows["02.count_positive"]
+    assert cnt["status"] == "rejected" and "CNT_TRACE_N" in cnt["message"] and "course.exercises.catalogue.ch02" in cnt[
+        "message"] and "the grader's" in cnt["message"] and "course.kernels" in cnt["message"], cnt
+    sg = rows["06.sum_grid_stride"]
+    n = int(sg["message"].split("[input n=")[1].split()[0])
+    assert sg["status"] == "partial" and f"{n} atomic operations on global memory" in sg["message"], sg  # one each
+
+
+def test_the_traced_size_is_drawn_from_the_seed():
+    import numpy as np
+
+    from course import exercises as E
+
+    ex = E.get("06.sum_grid_stride")
+    sizes = {ex.make_trace_input(np.random.default_rng(s)).args[0].size for s in range(40)}
+    assert len(sizes) > 20 and all(n % 32 == 0 and 2048 <= n <= 6144 for n in sizes), sizes
+
+
+def test_a_kernel_may_take_constants_from_the_teaching_kernels_only():
+    from course.grading.source import public_constants
+
+    assert public_constants("course.kernels.transpose") and public_constants("course.device")
+    for grader in ("course.exercises", "course.exercises.catalogue.ch02", "course.grade", "course.grading.source",
+                   "course.sandbox", "course.gradebook", "course.kernelsx"):
+        assert not public_constants(grader), grader

@@ -257,10 +257,10 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
             status, what, detail = _classify(exc)
             results.append(Result(what, False, detail, tin.label))
             return verdict(status, 0, ex.hint_wrong)
-        extra = {"shared_bytes": shared.max_bytes, "kernel": kernel}  # kernel: properties that time it on a GPU
+        extra = {"shared_bytes": shared.max_bytes, "kernel": kernel, "input": tin2}  # kernel: properties that time it on a GPU
         for prop in ex.properties:
             ok, detail = prop.measure(report, extra)
-            results.append(Result(prop.name, ok, detail, tin.label))
+            results.append(Result(prop.name, ok, detail, tin2.label))
             if ok:
                 score += 1
             elif not hint:

@@ -55,6 +55,18 @@ class Found:
 
 _TRUSTED_MODULES = {"numba.cuda": "cuda", "math": "math", "numpy": "numpy", "numba": "numba"}
 
+#: What a graded kernel may take from the course: numeric constants of the teaching kernels and of the device
+#: (``from course.kernels.transpose import TILE``, ``from course.device import WARP_SIZE``), read from the
+#: grader's own copy. The rest of ``course`` (``course.exercises.*``, ``course.grade``, ``course.grading.*``,
+#: ``course.sandbox``, ``course.gradebook``, …) is the grader's: its constants (the traced sizes, the limits)
+#: are no kernel's business, and a kernel that uses a name imported from there is not judged.
+PUBLIC_CONSTANTS = ("course.kernels", "course.device")
+
+
+def public_constants(module: str) -> bool:
+    """True when a graded kernel may take numeric constants from ``module`` (see :data:`PUBLIC_CONSTANTS`)."""
+    return any(module == m or module.startswith(m + ".") for m in PUBLIC_CONSTANTS)
+
 
 def _decorator_kind(fn: ast.FunctionDef, found: Found) -> str:
     """'kernel', 'device' or '' (not a cuda.jit function) from a def's decorators."""
@@ -180,6 +192,11 @@ def _scan_stmt(stmt, k, code, found: Found):
                     found.imported[bound] = (mod, alias.name)
                 elif mod == "cuda" and alias.name == "jit":
                     found.imported[bound] = ("cuda", "jit")
+            elif stmt.module.startswith("course.") and not public_constants(stmt.module):
+                found.unreadable[bound] = (k, stmt.lineno, (
+                    f"cell {k}, line {stmt.lineno} imports it from {stmt.module}, which is the grader's, not the "
+                    f"course's public API (a graded kernel may take constants only from "
+                    f"{' and '.join(m + '.*' if m.endswith('kernels') else m for m in PUBLIC_CONSTANTS)})"))
             elif stmt.module.startswith("course."):
                 # constants from the course itself (TILE), read from the grader's trusted copy
                 mod = sys.modules.get(stmt.module)
@@ -325,6 +342,10 @@ def _refuse_unreadable(found: Found, target: str):
         for sub in ast.walk(found.defs[name][1]):
             if isinstance(sub, ast.Name) and sub.id in found.unreadable:
                 cell, line, why = found.unreadable[sub.id]
+                if "grader's" in why:
+                    raise Rejected("rejected", f"{name} uses {sub.id}, and {why}",
+                                   "A kernel is judged on sizes it cannot know in advance: compute what it needs "
+                                   "from its arguments (x.shape[0], cuda.gridsize(1)), not from the grader.")
                 raise Rejected("rejected", f"{name} uses {sub.id}, and {why}: write {sub.id} as one number there",
                                f"Give {sub.id} its value as one number (e.g. `{sub.id} = 2000`) in cell {cell}, "
                                f"run the notebook again, and submit it.")
