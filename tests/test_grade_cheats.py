@@ -152,3 +152,14 @@ def test_a_kernel_may_take_constants_from_the_teaching_kernels_only():
     for grader in ("course.exercises", "course.exercises.catalogue.ch02", "course.grade", "course.grading.source",
                    "course.sandbox", "course.gradebook", "course.kernelsx"):
         assert not public_constants(grader), grader
+
+
+# --- 4. properties that measure what they claim ----------------------------------------------------------------
+
+
+def test_one_dummy_shared_word_does_not_count_as_using_shared_memory():
+    # hollow_properties.ipynb: block_reverse_fixed writes and reads s[0] only, and reverses straight from x
+    _, rows = _judged("hollow_properties.ipynb")
+    r = rows["10.block_reverse_fixed"]
+    assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
+    assert "uses shared memory" in r["message"] and "1 shared words written and read back" in r["message"], r

@@ -58,14 +58,37 @@ def conflict_free(kind: str, max_wavefronts: float = 1.0, hint: str = "", name: 
         f"hit different words of the same bank, the {kind} is served in several passes."))
 
 
-def uses_shared(hint: str = "") -> Property:
-    """The kernel stores to and loads from shared memory (so it cannot pass by skipping the tile)."""
+def uses_shared(fraction: float = 0.25, hint: str = "") -> Property:
+    """The kernel's data moves through shared memory: in each traced block, the shared words that are both
+    written (stored or updated atomically) and read are at least ``fraction`` of min(threads per block,
+    global words the block loads). One dummy shared word, or a tile written and never read, does not count."""
 
     def measure(report, extra):
         t = report.totals()
-        ok = t["shared_store_requests"] > 0 and t["shared_load_requests"] > 0
-        return ok, (f"{t['shared_store_requests']} shared stores, {t['shared_load_requests']} shared loads"
-                    if ok else "the kernel never goes through shared memory")
+        if not (t["shared_store_requests"] or t["shared_load_requests"]):
+            return False, "the kernel never goes through shared memory"
+        worst = None
+        for b in report.detail_blocks:
+            written, read, loaded = set(), set(), set()
+            for w in report.warp_accesses(b):
+                lanes = [x for x in w.lanes if x is not None]
+                if w.space == "shared":
+                    words = {x.addr // 4 for x in lanes}
+                    if w.op in ("store", "atomic"):
+                        written |= words
+                    if w.op in ("load", "atomic"):
+                        read |= words
+                elif w.space == "global" and w.op == "load":
+                    loaded |= {(w.array, x.offset // 4) for x in lanes}
+            threads = math.prod(report.block)
+            need = fraction * min(threads, len(loaded))
+            used = len(written & read)
+            if worst is None or used - need < worst[0] - worst[1]:
+                worst = (used, need, b, len(loaded), threads)
+        used, need, b, loaded, threads = worst
+        detail = (f"block {b}: {used} shared words written and read back, for {loaded} global words loaded by "
+                  f"{threads} threads (want at least {fraction:g} × {min(threads, loaded)} = {need:g})")
+        return used >= need, detail
 
     return Property("uses shared memory (共享内存)", measure, hint or (
         "This exercise is about staging data in a cuda.shared.array tile: read it coalesced from global "
