@@ -203,6 +203,15 @@ def test_the_pipeline_schedule_model():
     assert serial == 18 and t == 10  # 2 to fill + 3 chunks x 2 + 2 to drain
     t, serial, _ = schedule([op for s in (1, 1, 1) for op in chunk(s)])  # one stream: in order, no overlap
     assert t == serial == 18
+    # three streams, but the host waits after each chunk (cuda.synchronize()): nothing overlaps, 3 x 6
+    t, serial, _ = schedule([op for s in (1, 2, 3) for op in chunk(s) + [("sync", None)]])
+    assert t == serial == 18
+    # stream.synchronize() on the stream just issued waits for it alone, which is all there is: 18 again
+    t, _, _ = schedule([op for s in (1, 2, 3) for op in chunk(s) + [("sync", s)]])
+    assert t == 18
+    # waiting for stream 1 only after all three are issued costs nothing more than the overlap: 10
+    t, _, _ = schedule([op for s in (1, 2, 3) for op in chunk(s)] + [("sync", 1)])
+    assert t == 10
     pageable = [("h2d", s, False, 2, (1, 0, 1)) if op[0] == "h2d" else op for s in (1, 2, 3) for op in chunk(s)]
     t, serial, _ = schedule(pageable)  # a pageable copy waits for everything before it
     assert t > 10 and np.isclose(serial, 18)
