@@ -105,6 +105,7 @@ from course.grading.roster import (  # noqa: E402
     shard_of,
     submitted_at,
 )
+from course.grading.output import MAX_STORED, bounded, exercise_seed, new_salt  # noqa: E402
 from course.grading.source import (  # noqa: E402
     SHARED_LIMIT,
     Found,
@@ -116,7 +117,7 @@ from course.grading.source import (  # noqa: E402
 )
 
 #: What other code (tests, course.gradebook, scripts) may use, the grader's parts included.
-__all__ = ["FIELDS", "MAX_BYTES", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
+__all__ = ["FIELDS", "MAX_BYTES", "MAX_STORED", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
            "compile_target", "display_name", "exercise_seed", "expected_exercises", "grade", "grade_one",
            "grading_arguments", "inside", "judge_isolated", "judge_one", "judge_submission", "kernel_env",
            "linted_def", "load_notebook", "main", "new_salt", "bounded", "parse_time", "read_entry", "run_notebook", "run_submission",
@@ -126,22 +127,6 @@ ROOT = pathlib.Path(os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__
 PACKAGE = pathlib.Path(__file__).resolve().parent
 FIELDS = ("student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message")
 MAX_MESSAGE = 640
-#: Characters any one string of results.json may have (a check's detail, a hint, a run log's note): a
-#: submission chooses its exception messages, and three of 100 MB made a 300 MB results.json.
-MAX_STORED = 2000
-
-
-def bounded(value, n: int = MAX_STORED):
-    """``value`` (JSON-able: dicts, lists, strings) with every string cut to ``n`` characters, saying what was cut."""
-    if isinstance(value, str):
-        return value if len(value) <= n else f"{value[:n]} … [{len(value) - n:,} more characters cut]"
-    if isinstance(value, dict):
-        return {bounded(k, 200): bounded(v, n) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [bounded(v, n) for v in value]
-    return value
-
-
 # --------------------------------------------------------------------------------------------------
 # Reading the notebook's source (never executing it here)
 
@@ -171,20 +156,6 @@ def expected_exercises(path_name: str, nb) -> list:
         names += [e.name for e in ex_mod.EXERCISES.values() if e.target in found_defs]
     order = list(ex_mod.EXERCISES)
     return sorted(set(names), key=order.index)
-
-
-def exercise_seed(sha256: str, exercise: str, salt: str) -> int:
-    """The seed of an exercise's random inputs (and of the sizes its properties are measured on) for one
-    submission: from its bytes and the run's salt, so a regrade of the same file with the same ``--salt``
-    draws the same inputs, and nobody without the salt can compute them in advance."""
-    return int(hashlib.sha256(f"{salt}:{sha256}:{exercise}".encode()).hexdigest()[:8], 16)
-
-
-def new_salt() -> str:
-    """A grading run's secret salt (128 bits from :mod:`secrets`): recorded in results.json, never shown to learners."""
-    import secrets
-
-    return secrets.token_hex(16)
 
 
 def judge_submission(label: str, data: bytes, opts: dict) -> dict:
@@ -492,8 +463,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     entries = collect(paths)
     if shard:
         entries = [e for e in entries if shard_of(e.label, shard[1]) == shard[0]]
-    salt_given = salt is not None
-    salt = new_salt() if salt is None else str(salt)
+    salt_from, salt = ("--salt", str(salt)) if salt is not None else ("drawn for this run (secret)", new_salt())
     opts = {"cell_timeout": cell_timeout, "timeout": timeout, "salt": salt, "sandbox": use_sandbox,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
     scratch = tempfile.mkdtemp(prefix="course-grade-", dir=sandbox.scratch_parent(tempfile.gettempdir()))
@@ -609,9 +579,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         "grader": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                    "seconds": round(time.time() - started, 1), "jobs": jobs, "cell_timeout": cell_timeout,
                    "timeout": timeout, "launch_timeout": opts["launch_timeout"], "backend": course.BACKEND,
-                   "grader_files_changed": changed, "sandbox": box,
-                   # the salt is the instructor's: a regrade with --salt SALT draws every input again
-                   "salt": salt, "salt_from": "--salt" if salt_given else "drawn for this run (secret)",
+                   "grader_files_changed": changed, "sandbox": box, "salt": salt, "salt_from": salt_from,
                    "grader_code": "a fresh copy of course/, bytecode off" if os.environ.get("COURSE_GRADE_FRESH")
                    and str(PACKAGE).startswith(os.environ["COURSE_GRADE_FRESH"]) else "the checkout's course/",
                    "shard": list(shard) if shard else None,
@@ -635,8 +603,7 @@ def write_outputs(out_dir, rows, summary):
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, out_dir / "gradebook.csv")
-    # every string bounded again here, whatever part of the grader wrote it (a run log, a name note, a problem)
-    summary = bounded(json.loads(json.dumps(summary, default=str)))
+    summary = bounded(json.loads(json.dumps(summary, default=str)))  # whatever part of the grader wrote a string
     (out_dir / "results.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
@@ -686,8 +653,7 @@ def main(argv=None) -> int:
                        help="mark work submitted after this time late (ISO 8601; no zone = UTC)")
         args = p.parse_args(argv)
         if args.shard and args.salt is None:
-            p.error("--shard needs --salt SALT, the same in every shard (merge checks): e.g. "
-                    "python -c 'import secrets; print(secrets.token_hex(16))'")
+            p.error("--shard needs --salt SALT, the same in every shard (merge checks), e.g. a secrets.token_hex(16)")
         missing = [x for x in args.paths if not os.path.lexists(x)]
         if missing:
             print(f"course.grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
