@@ -38,3 +38,11 @@ def block_sums_input(rng, n, threads_per_block, why):
     padded[:n] = a
     want = padded.reshape(blocks, threads_per_block).sum(axis=1).astype(np.float32)
     return Input(f"n={n} ({why})", (blocks,), (threads_per_block,), (a, out), {1: want}, ("a", "out"))
+
+
+def trace_size(rng, around, unit=32):
+    """The size of the launch a kernel's properties are measured on, drawn per check: a multiple of ``unit``
+    (a warp, by default) from about half to one and a half times ``around`` (a hundred or more sizes). The grader seeds ``rng`` from the run's secret salt, so
+    no kernel can recognise the launch it is traced on (by its size, or by a constant of the grader's)."""
+    k = max(1, around // unit)
+    return unit * int(rng.integers(max(1, k // 2), k + k // 2 + 1))

@@ -39,7 +39,7 @@ class _SharedBytes:
         return max(self.per_block, default=0)
 
 
-def _launch(kernel, inp: Input, hooks=None, time_limit=None):
+def _launch(kernel, inp: Input, hooks=None, time_limit=None, seed=None):
     """One launch on the CPU engine, whatever the backend.
 
     Grading must not depend on the machine: the engine reports an out-of-bounds index or a barrier
@@ -48,8 +48,68 @@ def _launch(kernel, inp: Input, hooks=None, time_limit=None):
     """
     from course.engine import launch
 
-    launch(kernel, inp.griddim, inp.blockdim, inp.args, hooks=hooks,
+    launch(kernel, inp.griddim, inp.blockdim, inp.args, hooks=hooks, seed=seed,
            time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
+
+
+#: How many other thread orders (``launch(seed=k)``, k drawn from the judge's seed) every kernel's largest
+#: input runs in besides the engine's default one: a race on a global word (``out[0] += s``) gives the right
+#: answer in the default order, where each thread runs until it waits, and loses updates in another.
+OTHER_ORDERS = 1
+
+
+def _fresh(inp: Input) -> Input:
+    """A copy of ``inp`` whose arrays are copies (the output still unwritten), for one more launch."""
+    args = tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in inp.args)
+    return Input(inp.label, inp.griddim, inp.blockdim, args, inp.expected, inp.names)
+
+
+def _size(inp: Input) -> int:
+    return sum(a.size for a in inp.args if isinstance(a, np.ndarray)) + int(np.prod(inp.griddim))
+
+
+#: The hint for a race the correctness point is lost to (a property's own race hint speaks of its tile).
+RACE_HINT = ("Two threads touch the same word, one of them writing, and nothing orders them: `out[0] += s` is a "
+             "load, an add and a store, and another thread's store can fall between them (a lost update). Give "
+             "each thread or block its own word, add with cuda.atomic.add, or put a cuda.syncthreads() between "
+             "the writer and the reader.")
+
+
+def _race_results(ex: Exercise, kernel, spare: Input, rng, report, results, time_limit) -> list:
+    """Failed Results when the kernel races: the tracer's races (every kernel, not only those with a
+    ``no_races`` property, which judges them itself) and a wrong answer under another thread order."""
+    failed = []
+    prop = [r for r in results if r.what == no_races().name]
+    if prop and not prop[0].passed:  # the exercise's own no_races property has already taken its point
+        return failed
+    if not prop:
+        try:
+            if report is None:
+                from course.trace import trace
+
+                tin = _fresh(ex.make_trace_input(np.random.default_rng(rng.integers(1 << 31))))
+                report = trace(kernel, tin.griddim, tin.blockdim, *tin.args, lines=False,
+                               time_limit=LAUNCH_TIME_LIMIT if time_limit is None else time_limit)
+            races = list(report.races())
+        except Exception:  # a trace that fails here failed on a launch the checks already passed: no verdict
+            races = []
+        if races:
+            failed.append(Result("no race between threads", False,
+                                 f"{len(races)} race(s); first: {race_text(races[0])}"))
+    for _ in range(OTHER_ORDERS):
+        order = int(rng.integers(1, 1 << 31))
+        again = _fresh(spare)
+        try:
+            _launch(kernel, again, time_limit=time_limit, seed=order)
+            wrong = _compare(ex, again)
+        except Exception as exc:
+            wrong = _classify(exc)[2]
+        if wrong:
+            failed.append(Result(f"correct in another thread order (launch(seed={order}))", False,
+                                 f"{wrong}: the result depends on the order threads run in, a race",
+                                 spare.label))
+            break
+    return failed
 
 
 def is_stub(kernel) -> bool:
@@ -69,6 +129,16 @@ def is_stub(kernel) -> bool:
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
+#: Characters of an exception's text a verdict keeps: a kernel may raise a message of any size.
+MAX_DETAIL = 1500
+
+
+def cut(text: str, n: int = MAX_DETAIL) -> str:
+    """``text`` with at most ``n`` characters kept, saying how many were cut."""
+    text = str(text)
+    return text if len(text) <= n else f"{text[:n]} … [{len(text) - n:,} more characters cut]"
+
+
 def _classify(exc: BaseException):
     """(status, what, detail) for an exception raised by a launch of the learner's kernel."""
     chain, e = [], exc
@@ -77,12 +147,12 @@ def _classify(exc: BaseException):
         e = getattr(e, "cause", None) or e.__cause__ or e.__context__
     if any(isinstance(e, NotImplementedError) for e in chain):
         return "not attempted", "not written yet", "the kernel still raises NotImplementedError"
-    text = str(exc).strip() or type(exc).__name__
+    text = cut(str(exc).strip() or type(exc).__name__)
     if "time limit" in text:
         return "timeout", "finishes in time", text
     if "out of bounds" in text or "IndexError" in text:
         return "error", "stays inside its arrays", text
-    return "error", "runs without an error", f"{type(exc).__name__}: {text}" if not isinstance(
+    return "error", "runs without an error", f"{cut(type(exc).__name__, 100)}: {text}" if not isinstance(
         exc, RuntimeError) else text
 
 
@@ -144,6 +214,7 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
         results.append(Result("not written yet", False, "the kernel still raises NotImplementedError"))
         return verdict("not attempted", 0, ex.stub_hint)
     inputs = list(ex.make_inputs(rng))
+    spare = _fresh(max(inputs, key=_size))  # the largest input, unwritten, for another thread order
     for inp in inputs:
         try:
             _launch(kernel, inp, time_limit=time_limit)
@@ -166,6 +237,7 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
     results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
     score = 1
     hint = ""
+    report = None
     if ex.properties:
         tin = ex.make_trace_input(rng)
         shared = _SharedBytes()
@@ -185,13 +257,18 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
             status, what, detail = _classify(exc)
             results.append(Result(what, False, detail, tin.label))
             return verdict(status, 0, ex.hint_wrong)
-        extra = {"shared_bytes": shared.max_bytes, "kernel": kernel}  # kernel: properties that time it on a GPU
+        extra = {"shared_bytes": shared.max_bytes, "kernel": kernel, "input": tin2}  # kernel: properties that time it on a GPU
         for prop in ex.properties:
             ok, detail = prop.measure(report, extra)
-            results.append(Result(prop.name, ok, detail, tin.label))
+            results.append(Result(prop.name, ok, detail, tin2.label))
             if ok:
                 score += 1
             elif not hint:
                 hint = prop.hint
-    status = "pass" if score == ex.max_score else "partial"
+    raced = _race_results(ex, kernel, spare, rng, report, results, time_limit)
+    if raced:  # the correctness point needs a result that does not depend on the order threads run in
+        results[1:1] = raced
+        score -= 1
+        hint = RACE_HINT
+    status = "pass" if score == ex.max_score else "partial" if score else "fail"
     return verdict(status, score, hint)

@@ -105,6 +105,7 @@ from course.grading.roster import (  # noqa: E402
     shard_of,
     submitted_at,
 )
+from course.grading.output import MAX_STORED, bounded, exercise_seed, new_salt  # noqa: E402
 from course.grading.source import (  # noqa: E402
     SHARED_LIMIT,
     Found,
@@ -116,18 +117,16 @@ from course.grading.source import (  # noqa: E402
 )
 
 #: What other code (tests, course.grading.gradebook, scripts) may use, the grader's parts included.
-__all__ = ["FIELDS", "MAX_BYTES", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
+__all__ = ["FIELDS", "MAX_BYTES", "MAX_STORED", "SHARED_LIMIT", "Entry", "Found", "Rejected", "RunLog", "attr_chain", "collect",
            "compile_target", "display_name", "exercise_seed", "expected_exercises", "grade", "grade_one",
            "grading_arguments", "inside", "judge_isolated", "judge_one", "judge_submission", "kernel_env",
-           "linted_def", "load_notebook", "main", "parse_time", "read_entry", "run_notebook", "run_submission",
+           "linted_def", "load_notebook", "main", "new_salt", "bounded", "parse_time", "read_entry", "run_notebook", "run_submission",
            "scan", "shard_of", "submitted_at", "tree_hashes", "warm_up", "write_outputs"]
 
 ROOT = pathlib.Path(os.environ.get("COURSE_GRADE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 FIELDS = ("student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message")
 MAX_MESSAGE = 640
-
-
 # --------------------------------------------------------------------------------------------------
 # Reading the notebook's source (never executing it here)
 
@@ -159,12 +158,6 @@ def expected_exercises(path_name: str, nb) -> list:
     return sorted(set(names), key=order.index)
 
 
-def exercise_seed(sha256: str, exercise: str, salt: str = "") -> int:
-    """The seed of an exercise's random inputs for one submission: from its bytes, so a regrade of the same
-    file draws the same inputs (``--seed`` changes them for a whole class)."""
-    return int(hashlib.sha256(f"{salt}:{sha256}:{exercise}".encode()).hexdigest()[:8], 16)
-
-
 def judge_submission(label: str, data: bytes, opts: dict) -> dict:
     """Every exercise of one submission judged from its source (nothing of the learner's runs): a record."""
     sha = hashlib.sha256(data).hexdigest()
@@ -183,8 +176,11 @@ def judge_submission(label: str, data: bytes, opts: dict) -> dict:
                                         "metadata, no chapter number in its name, no exercise function defined)"))
         return record
     found = scan(nb)
+    if opts.get("salt") is None:  # judged alone (not by grade(), which draws one per run): a secret salt too
+        opts = {**opts, "salt": new_salt()}
+        record["salt"] = opts["salt"]
     for ex in names:
-        seed = exercise_seed(sha, ex, opts.get("seed", ""))
+        seed = exercise_seed(sha, ex, opts["salt"])
         record["exercises"].append(judge_isolated(found, ex_mod.get(ex), opts["launch_timeout"], seed=seed))
     return record
 
@@ -271,9 +267,9 @@ def judge_one(found: Found, exercise, launch_timeout: float, seed=None) -> dict:
         kernel = compile_target(found, exercise)
         verdict = ex_mod.judge(exercise, kernel, lint=False, time_limit=launch_timeout, seed=seed)
         return _row(exercise.name, verdict.status, verdict.score, verdict.max_score, verdict.message,
-                    results=[r.__dict__ for r in verdict.results], hint=verdict.hint, seed=seed)
+                    results=bounded([r.__dict__ for r in verdict.results]), hint=bounded(verdict.hint), seed=seed)
     except Rejected as rej:
-        return _row(exercise.name, rej.status, 0, exercise.max_score, str(rej), hint=rej.hint, seed=seed)
+        return _row(exercise.name, rej.status, 0, exercise.max_score, str(rej), hint=bounded(rej.hint), seed=seed)
     except Exception as err:  # compiling the learner's code failed in a way the lint did not foresee
         return _row(exercise.name, "error", 0, exercise.max_score, f"could not compile {exercise.target}: "
                     f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", seed=seed)
@@ -356,7 +352,7 @@ def _max(name):
 
 
 def _row(exercise, status, score, max_score, message, **extra):
-    message = " ".join(str(message).split())
+    message = " ".join(bounded(str(message), 4 * MAX_MESSAGE).split())
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
     return {"exercise": exercise, "score": score, "max_score": max_score, "status": status, "message": message, **extra}
@@ -446,11 +442,12 @@ def warm_up():
 
 
 def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeout=None, quiet=False,
-          shard=None, deadline=None, seed="", use_sandbox=True, own_process=False) -> list:
+          shard=None, deadline=None, salt=None, use_sandbox=True, own_process=False) -> list:
     """Grade every notebook under ``paths`` into ``out_dir``; return the gradebook rows.
 
     ``shard``: (i, n) grades only the submissions :func:`shard_of` gives to shard i; ``deadline``: a UTC
-    datetime, work submitted after it is marked late; ``seed``: a salt for every submission's input seeds;
+    datetime, work submitted after it is marked late; ``salt``: the salt of every submission's input seeds
+    (``None``: a secret one drawn for this run, recorded in results.json so that ``--salt`` regrades it);
     ``own_process``: this process is the grader's alone (the command line), so it may reap and kill every
     process below it at the end (orphans of a grading process killed on its time limit)."""
     out_dir = pathlib.Path(out_dir)
@@ -467,7 +464,8 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
     entries = collect(paths)
     if shard:
         entries = [e for e in entries if shard_of(e.label, shard[1]) == shard[0]]
-    opts = {"cell_timeout": cell_timeout, "timeout": timeout, "seed": seed, "sandbox": use_sandbox,
+    salt_from, salt = ("--salt", str(salt)) if salt is not None else ("drawn for this run (secret)", new_salt())
+    opts = {"cell_timeout": cell_timeout, "timeout": timeout, "salt": salt, "sandbox": use_sandbox,
             "launch_timeout": launch_timeout or ex_mod.LAUNCH_TIME_LIMIT}
     scratch = tempfile.mkdtemp(prefix="course-grade-", dir=sandbox.scratch_parent(tempfile.gettempdir()))
     os.chmod(scratch, 0o711)  # the kernels' own uid must reach their folders inside
@@ -582,7 +580,7 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         "grader": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                    "seconds": round(time.time() - started, 1), "jobs": jobs, "cell_timeout": cell_timeout,
                    "timeout": timeout, "launch_timeout": opts["launch_timeout"], "backend": course.BACKEND,
-                   "grader_files_changed": changed, "sandbox": box, "seed": seed,
+                   "grader_files_changed": changed, "sandbox": box, "salt": salt, "salt_from": salt_from,
                    "grader_code": "a fresh copy of course/, bytecode off" if os.environ.get("COURSE_GRADE_FRESH")
                    and str(PACKAGE).startswith(os.environ["COURSE_GRADE_FRESH"]) else "the checkout's course/",
                    "shard": list(shard) if shard else None,
@@ -599,13 +597,15 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
 def write_outputs(out_dir, rows, summary):
     """gradebook.csv and results.json, written once, from the results (never appended to)."""
     out_dir = pathlib.Path(out_dir)
+    rows = [{**r, "message": bounded(r["message"], MAX_MESSAGE)} for r in rows]
     tmp = out_dir / ".gradebook.csv.tmp"
     with open(tmp, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, out_dir / "gradebook.csv")
-    (out_dir / "results.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    summary = bounded(json.loads(json.dumps(summary, default=str)))  # whatever part of the grader wrote a string
+    (out_dir / "results.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
 
 
 def _parse_shard(text):
@@ -629,7 +629,9 @@ def grading_arguments(p: argparse.ArgumentParser):
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per whole notebook run (default 300)")
     p.add_argument("--launch-timeout", type=float, default=None,
                    help=f"seconds one launch of a learner's kernel may take while judged (default {ex_mod.LAUNCH_TIME_LIMIT:g})")
-    p.add_argument("--seed", default="", help="salt for every submission's random inputs (recorded; default none)")
+    p.add_argument("--salt", "--seed", dest="salt", default=None,
+                   help="salt for every submission's random inputs and property sizes (default: a secret one drawn "
+                        "for this run; either way recorded in results.json, so --salt SALT regrades it exactly)")
 
 
 def main(argv=None) -> int:
@@ -651,12 +653,14 @@ def main(argv=None) -> int:
         p.add_argument("--deadline", type=_parse_deadline, default=None,
                        help="mark work submitted after this time late (ISO 8601; no zone = UTC)")
         args = p.parse_args(argv)
+        if args.shard and args.salt is None:
+            p.error("--shard needs --salt SALT, the same in every shard (merge checks), e.g. a secrets.token_hex(16)")
         missing = [x for x in args.paths if not os.path.lexists(x)]
         if missing:
             print(f"course.grade: no such file or folder: {', '.join(missing)}", file=sys.stderr)
             return 2
         rows = grade(args.paths, args.out, jobs=args.jobs, cell_timeout=args.cell_timeout, timeout=args.timeout,
-                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, seed=args.seed,
+                     launch_timeout=args.launch_timeout, shard=args.shard, deadline=args.deadline, salt=args.salt,
                      own_process=True)
         width = max((len(r["submission"]) for r in rows), default=10)
         for r in rows:

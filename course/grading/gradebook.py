@@ -131,7 +131,7 @@ def merge(out_dir, shard_dirs) -> list:
     from course.grading import grade as G
 
     shards = [load_results(d) for d in shard_dirs]
-    keys = ("cell_timeout", "timeout", "launch_timeout", "seed", "backend", "deadline")
+    keys = ("cell_timeout", "timeout", "launch_timeout", "salt", "backend", "deadline")
     first = shards[0]["grader"]
     for d, s in zip(shard_dirs, shards):
         diff = [k for k in keys if s["grader"].get(k) != first.get(k)]
@@ -220,7 +220,7 @@ def gradescope_results(results: dict) -> dict:
             if r.get("hint"):
                 out += f"\n\nHint: {r['hint']}"
             if r.get("seed") is not None:
-                out += f"\n\n(inputs seeded with {r['seed']}; a regrade draws the same inputs)"
+                out += f"\n\n(inputs seeded with {r['seed']}, drawn from this submission and the run's secret salt)"
             tests.append({"name": r["exercise"], "number": r["exercise"].split(".")[0],
                           "score": int(r["score"]), "max_score": int(r["max_score"]),
                           "status": "passed" if int(r["score"]) == int(r["max_score"]) else "failed",
@@ -319,7 +319,7 @@ def main(argv) -> int:
         G.grading_arguments(p)
         a = p.parse_args(rest)
         return classroom(a.paths, a.exercise, own_process=True, jobs=a.jobs, cell_timeout=a.cell_timeout,
-                         timeout=a.timeout, launch_timeout=a.launch_timeout, seed=a.seed)
+                         timeout=a.timeout, launch_timeout=a.launch_timeout, salt=a.salt)
     raise SystemExit(f"course.grade: unknown command {cmd}")
 
 

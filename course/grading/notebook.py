@@ -93,7 +93,7 @@ def _run_notebook_once(nb, workdir: str, env: dict, cell_timeout: float, total_t
             content = msg.get("content", {})
             log.output_bytes += sum(len(v) for v in _strings(content))
             if msg.get("msg_type") == "error":
-                log.errors.append((cell_index, content.get("ename", "?"), str(content.get("evalue", ""))[:300]))
+                log.errors.append((cell_index, str(content.get("ename", "?"))[:100], str(content.get("evalue", ""))[:300]))
             return None  # keep nothing: outputs are not evidence, and may be huge
 
         async def _async_handle_timeout(self, timeout, cell=None):

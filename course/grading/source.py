@@ -48,9 +48,24 @@ class Found:
     names: ex_mod.Names = field(default_factory=ex_mod.Names)
     imported: dict = field(default_factory=dict)  # bare name -> (module, attribute)
     syntax_errors: list = field(default_factory=list)  # (cell, line, message, source)
+    # name -> (cell, line, why): bound by a statement the grader could not read (a constant too deeply nested
+    # to evaluate); only a kernel that uses the name pays for it
+    unreadable: dict = field(default_factory=dict)
 
 
 _TRUSTED_MODULES = {"numba.cuda": "cuda", "math": "math", "numpy": "numpy", "numba": "numba"}
+
+#: What a graded kernel may take from the course: numeric constants of the teaching kernels and of the device
+#: (``from course.kernels.transpose import TILE``, ``from course.device import WARP_SIZE``), read from the
+#: grader's own copy. The rest of ``course`` (``course.exercises.*``, ``course.grade``, ``course.grading.*``,
+#: ``course.sandbox``, ``course.gradebook``, …) is the grader's: its constants (the traced sizes, the limits)
+#: are no kernel's business, and a kernel that uses a name imported from there is not judged.
+PUBLIC_CONSTANTS = ("course.kernels", "course.device")
+
+
+def public_constants(module: str) -> bool:
+    """True when a graded kernel may take numeric constants from ``module`` (see :data:`PUBLIC_CONSTANTS`)."""
+    return any(module == m or module.startswith(m + ".") for m in PUBLIC_CONSTANTS)
 
 
 def _decorator_kind(fn: ast.FunctionDef, found: Found) -> str:
@@ -124,11 +139,20 @@ def scan(nb) -> Found:
             found.syntax_errors.append((k, None, str(err), raw))
             continue
         for stmt in tree.body:
-            _scan_stmt(stmt, k, code, found)
+            try:
+                _scan_stmt(stmt, k, code, found)
+            except RecursionError:  # e.g. N = 1 + 1 + ... (2000 terms): one statement, not the notebook
+                why = (f"the expression in cell {k}, line {stmt.lineno} is nested too deeply to evaluate (CPython "
+                       f"evaluates and compiles it one operator at a time, recursively)")
+                for sub in ast.walk(stmt):  # ast.walk is iterative
+                    if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                        _bind(found, sub.id, k)
+                        found.unreadable[sub.id] = (k, stmt.lineno, why)
     return found
 
 
 def _bind(found: Found, name: str, cell: int):
+    found.unreadable.pop(name, None)
     found.defs.pop(name, None)
     found.constants.pop(name, None)
     found.imported.pop(name, None)
@@ -168,6 +192,11 @@ def _scan_stmt(stmt, k, code, found: Found):
                     found.imported[bound] = (mod, alias.name)
                 elif mod == "cuda" and alias.name == "jit":
                     found.imported[bound] = ("cuda", "jit")
+            elif stmt.module.startswith("course.") and not public_constants(stmt.module):
+                found.unreadable[bound] = (k, stmt.lineno, (
+                    f"cell {k}, line {stmt.lineno} imports it from {stmt.module}, which is the grader's, not the "
+                    f"course's public API (a graded kernel may take constants only from "
+                    f"{' and '.join(m + '.*' if m.endswith('kernels') else m for m in PUBLIC_CONSTANTS)})"))
             elif stmt.module.startswith("course."):
                 # constants from the course itself (TILE), read from the grader's trusted copy
                 mod = sys.modules.get(stmt.module)
@@ -263,6 +292,7 @@ def compile_target(found: Found, exercise):
         raise Rejected("rejected", f"{target} (cell {cell}) is not decorated with @cuda.jit",
                        "Write the kernel as a function decorated with @cuda.jit.")
     names = _lint_names(found)
+    _refuse_unreadable(found, target)
     todo, order, seen = [target], [], set()
     while todo:  # the kernel and every device function it calls, each linted
         name = todo.pop()
@@ -299,6 +329,28 @@ def compile_target(found: Found, exercise):
         exec(compile(module, filename, "exec"), namespace)
         namespace[name] = cuda.jit(device=True)(namespace[name]) if k == "device" else cuda.jit(namespace[name])
     return namespace[target]
+
+
+def _refuse_unreadable(found: Found, target: str):
+    """Reject ``target`` when it (or a device function it calls) names a constant the scan could not read."""
+    todo, seen = [target], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in found.defs:
+            continue
+        seen.add(name)
+        for sub in ast.walk(found.defs[name][1]):
+            if isinstance(sub, ast.Name) and sub.id in found.unreadable:
+                cell, line, why = found.unreadable[sub.id]
+                if "grader's" in why:
+                    raise Rejected("rejected", f"{name} uses {sub.id}, and {why}",
+                                   "A kernel is judged on sizes it cannot know in advance: compute what it needs "
+                                   "from its arguments (x.shape[0], cuda.gridsize(1)), not from the grader.")
+                raise Rejected("rejected", f"{name} uses {sub.id}, and {why}: write {sub.id} as one number there",
+                               f"Give {sub.id} its value as one number (e.g. `{sub.id} = 2000`) in cell {cell}, "
+                               f"run the notebook again, and submit it.")
+            if isinstance(sub, ast.Name) and sub.id in found.defs:
+                todo.append(sub.id)
 
 
 #: Every node type a compiled kernel may contain: the function node built by :func:`linted_def` and what

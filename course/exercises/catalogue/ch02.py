@@ -7,7 +7,7 @@ import numpy as np
 from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size
+from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size, trace_size
 from course.exercises.properties import atomics_at_most, coalesced, no_divergence, no_races, uses_shared
 from course.exercises.registry import register
 
@@ -97,10 +97,10 @@ register(Exercise(
           "cuda.popc counts its bits), so that one lane adds the warp's count: at most one atomic per warp. "
           "Every lane of the warp must take part in the vote, also those past the end of x."),
     make_inputs=_cnt_inputs,
-    make_trace_input=lambda rng: _cnt_input(rng, CNT_TRACE_N, "8 full blocks"),
+    make_trace_input=lambda rng: _cnt_input(rng, trace_size(rng, CNT_TRACE_N), "whole warps"),
     properties=(
         coalesced("load"),
-        atomics_at_most("global", CNT_TRACE_N // 32, "one per warp",
+        atomics_at_most("global", lambda inp: ceil_div(inp.args[0].size, 32), "one per warp",
                         "Let the warp agree first: which single lane should publish the warp's count, and how "
                         "does it learn how many of the 32 lanes said yes?"),
     ),

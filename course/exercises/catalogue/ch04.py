@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import (
     atomics_at_most,
     coalesced,
@@ -116,12 +116,14 @@ register(Exercise(
           f"Instead let the block copy its {ST_TPB} elements plus a halo (光环区) of {ST_R} on each side into a "
           "cuda.shared.array once, with coalesced loads, wait, and compute from the tile."),
     make_inputs=_st_inputs,
-    make_trace_input=lambda rng: _st_input(rng, ST_TRACE_N, "8 full blocks"),
+    make_trace_input=lambda rng: _st_input(rng, trace_size(rng, ST_TRACE_N), "whole warps"),
     properties=(
         uses_shared(),
         coalesced("load"),
         coalesced("store"),
-        global_loads_at_most(ST_TRACE_N * 4 // 32 + 8 * 2 * 2, "each element once, plus the halos",
+        # n floats are n * 4 / 32 sectors; each block's two halos add at most one sector each side, twice
+        global_loads_at_most(lambda inp: inp.args[0].size * 4 // 32 + inp.griddim[0] * 2 * 2,
+                             "each element once, plus the halos",
                              "Count how many times each element of x is loaded from global memory: the tile "
                              "should be filled once, and only the halo elements loaded by two blocks."),
         no_races(),
@@ -174,12 +176,13 @@ register(Exercise(
           "own histogram in a cuda.shared.array with shared-memory atomics, then add it into hist with at most "
           f"one global atomic per bin. Read x coalesced (合并访存); it is checked on skewed data too."),
     make_inputs=_hi_inputs,
-    make_trace_input=lambda rng: _hi_input(rng, HI_TRACE_N, "4 full blocks, 90% in one bin", skew=0.9),
+    make_trace_input=lambda rng: _hi_input(rng, trace_size(rng, HI_TRACE_N), "90% in one bin",
+                                           skew=0.9),
     properties=(
         uses_shared(hint="Count into a histogram of the block's own, in a cuda.shared.array: atomics on shared "
                          "memory stay inside the SM."),
         coalesced("load"),
-        atomics_at_most("global", HI_BINS * (HI_TRACE_N // HI_PER_BLOCK), "one per bin per block",
+        atomics_at_most("global", lambda inp: HI_BINS * inp.griddim[0], "one per bin per block",
                         "Each block should count into its own copy of the histogram first and publish each bin "
                         "once at the end."),
         no_races(hint="The block's histogram must be all zeros before any thread counts into it, and complete "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races, uses_shared
 from course.exercises.registry import register
 
@@ -96,7 +96,7 @@ register(Exercise(
           "address. Let each thread instead walk the array with a coalesced grid-stride loop (合并访存), add its "
           "elements in a register, and publish its partial sum with one atomic: at most one atomic per thread."),
     make_inputs=_sg_inputs,
-    make_trace_input=lambda rng: _sg_input(rng, SG_TRACE_N, "16 passes of the grid"),
+    make_trace_input=lambda rng: _sg_input(rng, trace_size(rng, SG_TRACE_N), "several passes of the grid"),
     properties=(
         coalesced("load"),
         atomics_at_most("global", SG_BLOCKS * SG_TPB, "one per thread",
