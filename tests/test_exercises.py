@@ -520,3 +520,20 @@ def test_the_hint_follows_the_mistake():
     # does not run at all: the hint points to the error, not to the rows of a tile
     v = E.judge(ex, add_typo, seed=0, lint=False)
     assert v.status == "error" and v.hint != ex.hint_wrong and "error above" in v.hint
+
+
+def test_every_notebook_carries_the_chapters_kernel_metadata():
+    # a notebook whose language_info is only {"name": "python"} shows as modified as soon as its kernel starts
+    import json
+    import pathlib
+
+    from course.exercises.build import KERNEL_METADATA
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    chapter = json.loads((root / "notebooks" / "00_start_here.ipynb").read_text(encoding="utf-8"))["metadata"]
+    assert {k: chapter[k] for k in KERNEL_METADATA} == KERNEL_METADATA
+    for folder in ("notebooks", "solutions", "exercises"):
+        for path in sorted((root / folder).glob("*.ipynb")):
+            meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+            for key, want in KERNEL_METADATA.items():
+                assert meta.get(key) == want, f"{folder}/{path.name}: metadata {key} is {meta.get(key)}, not the chapters'"
