@@ -116,3 +116,20 @@ def test_the_section_pattern_catches_a_wrong_number():
     defined = _sections_defining(cells)
     names, number = _CELL_OF_SECTION.findall("".join(cells[2]["source"]))[0]
     assert defined["kern"] == {1} and number == "2"
+
+
+def test_predict_cells_ship_empty():
+    # the learner writes the prediction: a cell that ships with one shows the answer before the question
+    import json
+
+    found = 0
+    for ch in chapters.CHAPTERS:
+        cells = json.loads((chapters.NOTEBOOKS / ch.file).read_text(encoding="utf-8"))["cells"]
+        for cell in cells:
+            if cell["cell_type"] != "code":
+                continue
+            for names, value in re.findall(r"^(my_\w+(?:\s*,\s*my_\w+)*)\s*=\s*([^#\n]*)", "".join(cell["source"]), re.M):
+                found += 1
+                empty = ", ".join(["None"] * len(names.split(",")))
+                assert value.strip() == empty, f"{ch.file}: `{names} = {value.strip()}` ships filled in; write {empty}"
+    assert found >= 20
