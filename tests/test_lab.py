@@ -192,3 +192,11 @@ def test_the_gpu_path_checks_before_it_times(monkeypatch):
                      accumulate=True, flops=1e9)
     assert lab._gpu_row("total", total, acc) == (2.0, "0.50 TFLOP/s")
     assert len(timed) == 3  # only kernels that passed were timed
+
+
+def test_missing_numbers_keep_a_column_numeric_and_floats_are_short():
+    t = display.Table(["name", "ms"], [["a", 12.5], ["b", "not measured yet"], ["c", 0.5953600108623505]])
+    lines = str(t).splitlines()
+    assert lines[1].endswith("  12.5") and lines[3].endswith("0.5954")  # right-aligned, 4 digits
+    assert len(lines[1]) == len(lines[3])
+    assert display.fmt(2129017.001) == "2129017" and display.fmt(3) == "3"
