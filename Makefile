@@ -33,7 +33,7 @@ LAB_OPTIONS = --allow-root --ip 127.0.0.1 --port $(PORT) \
 	  --LabApp.app_settings_dir=$(CURDIR)/jupyter/lab/settings \
 	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 lab: $(STAMP)
-	$(BIN)/python -m course.mywork $(MY_WORK)
+	$(BIN)/python course/mywork.py $(MY_WORK)  # by path: copying needs no backend
 	$(BIN)/jupyter lab $(LAB_OPTIONS) --ServerApp.root_dir=$(MY_WORK) \
 	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
 

@@ -1,4 +1,4 @@
-"""The learner's own copy of the course's notebooks: ``python -m course.mywork [FOLDER]`` (``make lab`` runs it).
+"""The learner's own copy of the course's notebooks: ``python course/mywork.py [FOLDER]`` (``make lab`` runs it).
 
 ``make lab`` opens JupyterLab in ``my-work/`` (git-ignored), not in the checkout: the chapters
 (``notebooks/``) and the exercise notebooks (``exercises/``) are copied there the first time, and a later
@@ -36,8 +36,8 @@ def prepare(work: pathlib.Path, source: pathlib.Path = ROOT) -> tuple[list, list
 
 
 def main(argv=None) -> int:
-    """``python -m course.mywork [FOLDER]`` (default ``my-work`` in the checkout)."""
-    p = argparse.ArgumentParser(prog="python -m course.mywork", description=__doc__.splitlines()[0])
+    """``python course/mywork.py [FOLDER]`` (default ``my-work`` in the checkout)."""
+    p = argparse.ArgumentParser(prog="python course/mywork.py", description=__doc__.splitlines()[0])
     p.add_argument("folder", nargs="?", default=str(ROOT / "my-work"))
     work = pathlib.Path(p.parse_args(argv).folder).resolve()
     copied, changed = prepare(work)
