@@ -6,10 +6,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 LAB_ARGS ?=
+# The learner's own copy of the chapters and exercises (git-ignored): `make lab` opens the lab there.
+MY_WORK ?= $(CURDIR)/my-work
 
 COMPILER := $(VENV)/.compiler
 
-.PHONY: lab test toolkit compiler-facts exercises gpu-lane site site-import clean
+.PHONY: lab lab-instructor test toolkit compiler-facts exercises gpu-lane site site-import clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,13 +25,22 @@ $(COMPILER): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,compiler]'
 	touch $(COMPILER)
 
-## Open the course in JupyterLab on chapter 00 (works as root too).  jupyter/lab/settings/overrides.json
+## Open the course in JupyterLab on chapter 00 (works as root too), in the learner's own copy: my-work/ gets
+## the notebooks and exercises it lacks (course/mywork.py; never overwrites a file), so edits stay out of the
+## checkout and `git pull` never collides with them; solutions/ is not in it.  jupyter/lab/settings/overrides.json
 ## answers JupyterLab's "news?" question with no (and no update checks), so no pop-up covers chapter 00.
-lab: $(STAMP)
-	$(BIN)/jupyter lab --allow-root --ip 127.0.0.1 --port $(PORT) \
-	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb \
+LAB_OPTIONS = --allow-root --ip 127.0.0.1 --port $(PORT) \
 	  --LabApp.app_settings_dir=$(CURDIR)/jupyter/lab/settings \
-	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(LAB_ARGS)
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+lab: $(STAMP)
+	$(BIN)/python course/mywork.py $(MY_WORK)  # by path: copying needs no backend
+	$(BIN)/jupyter lab $(LAB_OPTIONS) --ServerApp.root_dir=$(MY_WORK) \
+	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
+
+## For an instructor: the whole checkout (solutions/ included), the course's own notebooks.
+lab-instructor: $(STAMP)
+	$(BIN)/jupyter lab $(LAB_OPTIONS) --ServerApp.root_dir=$(CURDIR) \
+	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
 
 ## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
 test: $(STAMP) $(COMPILER)

@@ -67,3 +67,69 @@ def test_unknown_chapter_is_explained():
         assert "chapters 0 to 11" in str(err)
     else:
         raise AssertionError("chapter(42) should raise")
+
+
+# "the `matrix_add` cell of §3", "the `stencil_global` and `stencil_shared` cells of §1": a task that sends
+# the learner to a section must name the section whose cell defines the kernel.
+_CELL_OF_SECTION = re.compile(r"((?:`\w+`(?:,| and| or)?\s*)+)\s*cells? of §(\d+)")
+
+
+def _sections_defining(nb_cells) -> dict:
+    """{name: section numbers whose code cells define it (def name / name = at line start)}."""
+    found: dict = {}
+    section = None
+    for cell in nb_cells:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            for m in re.finditer(r"^## (\d+)\s*[.·]|^## (?!\d)", text, re.M):
+                section = int(m.group(1)) if m.group(1) else None
+        elif section is not None:
+            for name in re.findall(r"^(?:def (\w+)\(|(\w+) = )", text, re.M):
+                found.setdefault(name[0] or name[1], set()).add(section)
+    return found
+
+
+def test_a_task_that_names_a_cell_names_its_section():
+    import json
+
+    checked = 0
+    for ch in chapters.CHAPTERS:
+        cells = json.loads((chapters.NOTEBOOKS / ch.file).read_text(encoding="utf-8"))["cells"]
+        defined = _sections_defining(cells)
+        for cell in cells:
+            if cell["cell_type"] != "markdown":
+                continue
+            for names, number in _CELL_OF_SECTION.findall("".join(cell["source"])):
+                for name in re.findall(r"`(\w+)`", names):
+                    assert name in defined, f"{ch.file}: a task names the `{name}` cell, which no numbered section defines"
+                    assert int(number) in defined[name], (
+                        f"{ch.file}: a task sends the learner to the `{name}` cell of §{number}; "
+                        f"it is in §{', §'.join(map(str, sorted(defined[name])))}")
+                    checked += 1
+    assert checked >= 6  # the pattern still finds the tasks (chapters 01, 02, 04, 05, 09, 10)
+
+
+def test_the_section_pattern_catches_a_wrong_number():
+    cells = [{"cell_type": "markdown", "source": ["## 1 · one\n"]},
+             {"cell_type": "code", "source": ["def kern(a):\n", "    pass\n"]},
+             {"cell_type": "markdown", "source": ["## 2 · two\n", "In the `kern` cell of §2, change it.\n"]}]
+    defined = _sections_defining(cells)
+    names, number = _CELL_OF_SECTION.findall("".join(cells[2]["source"]))[0]
+    assert defined["kern"] == {1} and number == "2"
+
+
+def test_predict_cells_ship_empty():
+    # the learner writes the prediction: a cell that ships with one shows the answer before the question
+    import json
+
+    found = 0
+    for ch in chapters.CHAPTERS:
+        cells = json.loads((chapters.NOTEBOOKS / ch.file).read_text(encoding="utf-8"))["cells"]
+        for cell in cells:
+            if cell["cell_type"] != "code":
+                continue
+            for names, value in re.findall(r"^(my_\w+(?:\s*,\s*my_\w+)*)\s*=\s*([^#\n]*)", "".join(cell["source"]), re.M):
+                found += 1
+                empty = ", ".join(["None"] * len(names.split(",")))
+                assert value.strip() == empty, f"{ch.file}: `{names} = {value.strip()}` ships filled in; write {empty}"
+    assert found >= 20

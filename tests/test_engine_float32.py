@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from course import backend
-from course.compiler import HARDWARE_MODE_PRELUDE
+from course.trace.compiler import HARDWARE_MODE_PRELUDE
 from numba import cuda
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

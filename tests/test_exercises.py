@@ -493,3 +493,47 @@ def test_reduction_tree_whose_first_loads_are_strided_loses_a_point():
     failed = [r for r in v.results if not r.passed]
     assert [r.what for r in failed] == ["coalesced global loads: no sector more than needed (合并访存)"], str(v)
     assert "4.00× the minimum" in failed[0].detail
+
+
+@cuda.jit
+def add_minus(a, b, out, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = a[i] - b[i]
+
+
+@cuda.jit
+def add_typo(a, b, out, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = a[i] + b[i] + undefined_name  # noqa: F821
+
+
+def test_the_hint_follows_the_mistake():
+    ex = E.get("01.vector_add")
+    # a - b writes every element, all wrong: the indexing hint ("only the first block's ...") does not fit
+    v = E.judge(ex, add_minus, seed=0, lint=False)
+    assert v.status == "fail" and v.hint != ex.hint_wrong and "formula" in v.hint
+    # stops short of the end: some right, some never written, the exercise's own hint
+    v = E.judge(ex, add_stops_short, seed=0)
+    assert v.hint == ex.hint_wrong
+    # does not run at all: the hint points to the error, not to the rows of a tile
+    v = E.judge(ex, add_typo, seed=0, lint=False)
+    assert v.status == "error" and v.hint != ex.hint_wrong and "error above" in v.hint
+
+
+def test_every_notebook_carries_the_chapters_kernel_metadata():
+    # a notebook whose language_info is only {"name": "python"} shows as modified as soon as its kernel starts
+    import json
+    import pathlib
+
+    from course.exercises.build import KERNEL_METADATA
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    chapter = json.loads((root / "notebooks" / "00_start_here.ipynb").read_text(encoding="utf-8"))["metadata"]
+    assert {k: chapter[k] for k in KERNEL_METADATA} == KERNEL_METADATA
+    for folder in ("notebooks", "solutions", "exercises"):
+        for path in sorted((root / folder).glob("*.ipynb")):
+            meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+            for key, want in KERNEL_METADATA.items():
+                assert meta.get(key) == want, f"{folder}/{path.name}: metadata {key} is {meta.get(key)}, not the chapters'"

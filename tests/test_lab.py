@@ -17,8 +17,62 @@ def test_a_prediction_is_judged_in_one_line_with_its_reason():
     assert right.startswith("right: sectors = 4.") and right.endswith("because.")
     wrong = lab.verdict("sectors", 32, 4.0, "because.")
     assert wrong.startswith("not quite: you said 32, the tracer counts 4.") and "\n" not in wrong
-    assert lab.verdict("o", 75.4, 75.0, "w", by="the calculator gives").startswith("right")
     assert "the calculator gives 50" in lab.verdict("o", 75, 50.0, "w", by="the calculator gives")
+    assert lab.verdict("n", np.int64(7), 7, "w").startswith("right")
+
+
+def test_a_count_is_judged_exactly():
+    # chapter 07 Task 1: 41 blocks × 4 warps = 164 is the mistake the task is there to catch, when 163 is right
+    assert lab.verdict("atomics", 164, 163, "w").startswith("not quite: you said 164, the tracer counts 163.")
+    assert lab.verdict("atomics", 163.0, 163, "w").startswith("right")
+    assert lab.verdict("lanes", 16.4, 16.5, "w").startswith("not quite")
+
+
+def test_a_real_number_is_judged_within_the_tolerance_its_question_states():
+    v = lab.verdict("occupancy in %", 62.4, 62.5, "w", by="the calculator gives", tolerance=0.5)
+    assert v.startswith("right: occupancy in % (within ±0.5) = 62.5.")
+    assert lab.verdict("occupancy in %", 61.9, 62.5, "w", tolerance=0.5).startswith("not quite")
+    # the question states the tolerance before the answer is known too
+    assert "(within ±0.01)" in lab.verdict("loads per FMA", None, 0.125, "w", tolerance=0.01)
+
+
+def test_a_text_is_refused_with_what_to_write():
+    for text in ("none", "4", "four"):
+        v = lab.verdict("sectors", text, 4, "w")
+        assert not v.startswith(("right", "not quite")) and repr(text) in v
+        assert "not a number" in v and "my_prediction = 12" in v and "4." not in v.replace("'4'", "")
+    assert "not a number" in lab.verdict("sectors", True, 1, "w")  # True is not the count 1
+    assert "not a number" in lab.verdict("sectors", [4], 4, "w")
+
+
+def test_a_choice_is_one_of_its_options(capsys):
+    lab.choose("which error", None, "c", "abc", "w")
+    lab.choose("which error", "d", "c", "abc", "w")
+    lab.choose("which error", "c", "c", "abc", "because.")
+    lab.choose("which error", "a", "c", "abc", "because.")
+    hidden, refused, right, wrong = capsys.readouterr().out.splitlines()
+    assert "stays hidden" in hidden and '"c"' in hidden  # the options are named, not the answer
+    assert "'d'" in refused and "one of" in refused
+    assert right.startswith("right") and wrong.startswith('not quite: you said "a"')
+
+
+def test_compare_explains_what_differs_and_where(capsys, monkeypatch):
+    monkeypatch.delenv("COURSE_STRICT", raising=False)
+    want = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = want.copy()
+    assert lab.compare("k", got, want) and capsys.readouterr().out == ""
+    got[0, 2], got[1, 1] = np.nan, 99
+    assert not lab.compare("k", got, want)
+    out = capsys.readouterr().out
+    assert "2 of 6 elements differ, the first at [0, 2]: never written (still nan), expected 2" in out
+    assert "the last at [1, 1]" in out and "counts below" in out
+    ints = np.array([5, -1, 7])
+    assert "never written (still -1)" in lab.differs(ints, np.array([5, 6, 7]), started=-1)
+    assert "shape (2,)" in lab.differs(np.zeros(2), np.zeros(3))
+    assert lab.differs(np.float32([1.00001]), np.float32([1.0]), rtol=1e-4) is None
+    monkeypatch.setenv("COURSE_STRICT", "1")
+    with pytest.raises(AssertionError, match="1 of 6 elements differ"):
+        lab.compare("k", want + (np.arange(6).reshape(2, 3) == 4), want)
 
 
 def test_predict_prints_once_and_returns_nothing(capsys):
@@ -139,3 +193,11 @@ def test_the_gpu_path_checks_before_it_times(monkeypatch):
                      accumulate=True, flops=1e9)
     assert lab._gpu_row("total", total, acc) == (2.0, "0.50 TFLOP/s")
     assert len(timed) == 3  # only kernels that passed were timed
+
+
+def test_missing_numbers_keep_a_column_numeric_and_floats_are_short():
+    t = display.Table(["name", "ms"], [["a", 12.5], ["b", "not measured yet"], ["c", 0.5953600108623505]])
+    lines = str(t).splitlines()
+    assert lines[1].endswith("  12.5") and lines[3].endswith("0.5954")  # right-aligned, 4 digits
+    assert len(lines[1]) == len(lines[3])
+    assert display.fmt(2129017.001) == "2129017" and display.fmt(3) == "3"

@@ -1,4 +1,6 @@
-"""The README's first command, `make lab`, serves JupyterLab with chapter 00 open (checked in headless Chromium).
+"""The README's first command, `make lab`, serves JupyterLab with chapter 00 open (checked in headless Chromium),
+in the learner's own copy (``my-work/``, here a temporary folder through ``MY_WORK``): solutions/ is not in it,
+and opening a chapter or an exercise notebook marks nothing modified.
 
 `make lab` runs with ``VENV`` pointing at a stand-in for a virtual environment whose ``bin/`` runs the
 interpreter of this test (and whose stamp is fresh, so make installs nothing): the Makefile's own lab recipe
@@ -68,8 +70,9 @@ def test_make_lab_opens_chapter_00(tmp_path):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "ws"))
     log = open(tmp_path / "lab.log", "wb")
+    work = tmp_path / "my-work"
     proc = subprocess.Popen(
-        ["make", "-s", "lab", f"VENV={_venv_of_this_interpreter(tmp_path / 'venv')}", f"PORT={port}",
+        ["make", "-s", "lab", f"VENV={_venv_of_this_interpreter(tmp_path / 'venv')}", f"PORT={port}", f"MY_WORK={work}",
          f"LAB_ARGS=--no-browser --IdentityProvider.token={token} --ServerApp.open_browser=False"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
@@ -104,6 +107,19 @@ def test_make_lab_opens_chapter_00(tmp_path):
                 # and no "Would you like to get notified about official Jupyter news?" toast covers it
                 toasts = page.locator(".jp-toast-message, .Toastify__toast")
                 assert not any("news" in t.lower() for t in toasts.all_inner_texts()), toasts.all_inner_texts()
+                # the file browser's root is the learner's copy: chapters and exercises, no solutions
+                import json
+
+                with urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=10) as answer:
+                    names = {item["name"] for item in json.load(answer)["content"]}
+                assert {"notebooks", "exercises"} <= names and "solutions" not in names, names
+                # an exercise notebook opens clean too (its language_info is the chapters')
+                page.goto(f"{base}/lab/tree/exercises/07_reduction.ipynb?token={token}")
+                page.locator(".lm-TabBar-tab.jp-mod-current", has_text="07_reduction").first.wait_for(timeout=60000)
+                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=60000)
+                page.wait_for_timeout(1500)
+                assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, \
+                    "opening an exercise notebook marked it modified"
             except Exception:
                 (ROOT / "test-artifacts").mkdir(exist_ok=True)
                 page.screenshot(path=str(ROOT / "test-artifacts" / "make_lab.png"))
@@ -117,3 +133,32 @@ def test_make_lab_opens_chapter_00(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
     assert hashlib.sha256(START.read_bytes()).hexdigest() == before, "opening the course must not modify chapter 00"
+    assert (work / "notebooks" / START.name).read_bytes() == START.read_bytes()  # the copy the lab opened
+    assert not (work / "solutions").exists()
+
+
+def test_my_work_copies_what_is_missing_and_never_overwrites(tmp_path, capsys):
+    from course import mywork
+
+    work = tmp_path / "my-work"
+    copied, changed = mywork.prepare(work)
+    chapters = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in (work / "notebooks").glob("*.ipynb")) == chapters
+    assert (work / "exercises" / "07_reduction.ipynb").exists() and not (work / "solutions").exists()
+    assert len(copied) == len(chapters) + len(list((ROOT / "exercises").glob("*.ipynb"))) and not changed
+    mine = work / "notebooks" / START.name
+    mine.write_text("the learner's edits", encoding="utf-8")
+    (work / "exercises" / "07_reduction.ipynb").unlink()  # deleted: copied again
+    copied, changed = mywork.prepare(work)
+    assert copied == [work / "exercises" / "07_reduction.ipynb"] and not changed
+    assert mine.read_text(encoding="utf-8") == "the learner's edits"
+    # the course changed a notebook after the learner's last save: named, still not overwritten
+    os.utime(mine, (time.time() - 3600, time.time() - 3600))
+    assert mywork.main([str(work)]) == 0
+    out = capsys.readouterr().out
+    assert f"notebooks/{START.name}" in out and "yours is kept" in out
+    assert mine.read_text(encoding="utf-8") == "the learner's edits"
+
+
+def test_the_gitignore_keeps_my_work_out_of_the_repository():
+    assert "/my-work/" in (ROOT / ".gitignore").read_text().splitlines()

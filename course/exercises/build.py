@@ -16,6 +16,16 @@ EXERCISES_DIR = ROOT / "exercises"
 # exercises/ from solutions/
 
 
+# What every notebook of the course says about its kernel, the chapters' metadata: with language_info
+# complete, JupyterLab does not mark a notebook modified as soon as its kernel starts (it fills in what is
+# missing).  tests/test_exercises.py checks that chapters, solutions and exercises all carry it.
+KERNEL_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                      "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                      "pygments_lexer": "ipython3", "version": "3.11.7"},
+}
+
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION\b.*$")
 END = re.compile(r"^[ \t]*# END SOLUTION\b.*$")
 
@@ -65,6 +75,8 @@ def exercise_notebook(solution_nb):
             cell.outputs = []
             cell.execution_count = None
         cell.metadata.pop("execution", None)
+    for key, value in KERNEL_METADATA.items():
+        nb.metadata[key] = copy.deepcopy(value)
     nb.metadata.setdefault("course", {})["generated_from"] = "solutions/ by python -m course.exercises build"
     return nb
 

@@ -37,6 +37,11 @@ class Property:
     lines: bool = False  # needs the tracer's line events (divergence)
 
 
+HINT_ALL_WRONG = ("Every element was written and every one is wrong, so the threads reach the right places: what "
+                  "each thread computes is not the exercise's formula. Compare the first wrong element above "
+                  "(got, expected) with the formula in the exercise's statement.")
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One graded exercise: what to write, how it is launched, its inputs, reference and properties."""
@@ -49,6 +54,9 @@ class Exercise:
     make_trace_input: Callable  # rng -> Input: the launch the properties are measured on
     properties: tuple = ()
     hint_wrong: str = ""
+    # the hint when every element was written and every one is wrong (a formula, not an indexing, mistake);
+    # None: hint_wrong fits that case too.  HINT_ALL_WRONG is the course's own.
+    hint_all_wrong: Optional[str] = None
     hint_oob: str = ""
     stub_hint: str = "write the kernel here"
     reference: Optional[Callable] = None  # () -> the course's own kernel that solves it, from course.kernels

@@ -179,6 +179,47 @@ def _compare(ex: Exercise, inp: Input):
     return None
 
 
+# The hint follows the mistake: an exercise's hint_wrong describes its likely wrong result, which does not
+# fit a kernel that stopped with an error; where it describes an indexing mistake, the exercise says what
+# to tell a kernel that wrote every element with a wrong value (Exercise.hint_all_wrong).
+HINT_DID_NOT_RUN = ("The kernel stopped before it produced a result: the error above names the line and what "
+                    "went wrong. Fix that first; the result is checked once the kernel runs.")
+HINT_TIMEOUT = ("A kernel that never finishes usually has a loop whose condition never becomes false, or "
+                "threads waiting at a barrier others never reach.")
+
+def _hint_for_error(ex: Exercise, status: str, what: str) -> str:
+    if status == "not attempted":
+        return ex.stub_hint
+    if "inside its arrays" in what:
+        return ex.hint_oob
+    if status == "timeout":
+        return HINT_TIMEOUT
+    return HINT_DID_NOT_RUN
+
+
+def _poisoned(inp: Input) -> bool:
+    """True when every expected output starts as NaN (not an accumulator that starts at zero)."""
+    return all(np.asarray(inp.args[k]).dtype.kind == "f" and np.isnan(inp.args[k]).all() for k in inp.expected)
+
+
+def _hint_for_wrong(ex: Exercise, inp: Input, poisoned: bool) -> str:
+    """ex.hint_wrong, unless every expected element was written with a wrong value (a formula mistake).
+
+    ``poisoned``: the outputs started as NaN, so a number in every element means every one was written.
+    """
+    if not poisoned or ex.hint_all_wrong is None:
+        return ex.hint_wrong
+    for k, want in inp.expected.items():
+        got = np.asarray(inp.args[k], np.float64)
+        want = np.asarray(want, np.float64)
+        if got.shape != want.shape or np.isnan(got).any():
+            return ex.hint_wrong
+        ok = np.isclose(got, want, rtol=ex.rtol, atol=ex.atol) if (ex.rtol or ex.atol) else got == want
+        if ok.any():
+            return ex.hint_wrong
+    return ex.hint_all_wrong
+
+
 def _race_on(kernel, ex: Exercise, inp: Input) -> str:
     """The first race the tracer finds when ``kernel`` runs on (a fresh copy of) ``inp``, or ''."""
     if not any(p.name == "no race between threads" for p in ex.properties):
@@ -216,16 +257,13 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
     inputs = list(ex.make_inputs(rng))
     spare = _fresh(max(inputs, key=_size))  # the largest input, unwritten, for another thread order
     for inp in inputs:
+        poisoned = _poisoned(inp)
         try:
             _launch(kernel, inp, time_limit=time_limit)
         except Exception as exc:  # the learner's kernel failed: report, never raise
             status, what, detail = _classify(exc)
             results.append(Result(what, False, detail, inp.label))
-            hint = ex.stub_hint if status == "not attempted" else (
-                ex.hint_oob if "inside its arrays" in what else
-                "A kernel that never finishes usually has a loop whose condition never becomes false, or "
-                "threads waiting at a barrier others never reach." if status == "timeout" else ex.hint_wrong)
-            return verdict(status, 0, hint)
+            return verdict(status, 0, _hint_for_error(ex, status, what))
         wrong = _compare(ex, inp)
         if wrong:
             results.append(Result("correct result", False, wrong, inp.label))
@@ -233,7 +271,7 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
             if race:  # a wrong result caused by a race: say so, it is the thing to fix
                 results.append(Result("no race between threads", False, race, inp.label))
                 return verdict("fail", 0, no_races().hint)
-            return verdict("fail", 0, ex.hint_wrong)
+            return verdict("fail", 0, _hint_for_wrong(ex, inp, poisoned))
     results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
     score = 1
     hint = ""
@@ -241,12 +279,13 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
     if ex.properties:
         tin = ex.make_trace_input(rng)
         shared = _SharedBytes()
+        poisoned = _poisoned(tin)
         try:
             _launch(kernel, tin, hooks=shared, time_limit=time_limit)
             wrong = _compare(ex, tin)
             if wrong:
                 results.append(Result("correct result", False, wrong, tin.label))
-                return verdict("fail", 0, ex.hint_wrong)
+                return verdict("fail", 0, _hint_for_wrong(ex, tin, poisoned))
             from course.trace import trace
 
             tin2 = ex.make_trace_input(np.random.default_rng(rng.integers(1 << 31)))
@@ -256,7 +295,7 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
         except Exception as exc:
             status, what, detail = _classify(exc)
             results.append(Result(what, False, detail, tin.label))
-            return verdict(status, 0, ex.hint_wrong)
+            return verdict(status, 0, _hint_for_error(ex, status, what))
         extra = {"shared_bytes": shared.max_bytes, "kernel": kernel, "input": tin2}  # kernel: properties that time it on a GPU
         for prop in ex.properties:
             ok, detail = prop.measure(report, extra)

@@ -2,8 +2,8 @@
 
 :func:`explain` traces a sample of the launch's blocks on the CPU engine (:func:`course.trace.trace`),
 scales the counts to the whole grid, reads what the GPU compiler made of the kernel (registers, SASS
-instructions per source line: :func:`course.compiler.summary`) and the occupancy model
-(:mod:`course.occupancy`), and turns them into one time per **ceiling** — the time the launch would take if
+instructions per source line: :func:`course.trace.compiler.summary`) and the occupancy model
+(:mod:`course.measure.occupancy`), and turns them into one time per **ceiling** — the time the launch would take if
 that one unit were the only limit:
 
 =========  ==================================================================================================
@@ -33,7 +33,7 @@ do different work (a tail block, a data-dependent branch) is covered as well as 
 whole (no iteration is skipped).  :attr:`Explanation.sampled` says how many blocks were traced.
 
 Defined for chapter 01 (notebooks/01_programming_model.ipynb, "How long does it take?") and used by every
-chapter's "your kernels" cells (:mod:`course.lab`).
+chapter's "your kernels" cells (:mod:`course.show.lab`).
 """
 
 from __future__ import annotations
@@ -419,7 +419,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
 
 def ceilings(c: Counts, k: Constants = H200) -> dict:
     """One time in seconds per ceiling (see the module docstring), unsorted."""
-    from course import occupancy
+    from course.measure import occupancy
 
     regs = c.registers or k.default_registers
     try:
@@ -502,7 +502,8 @@ def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_
     Works on every backend: on the CPU the kernel is traced (on copies of the arrays); on a GPU it is also
     measured (launches queued behind a sleeping kernel, launch overhead apart) unless ``measure=False``.
     """
-    from course import compiler, engine
+    from course import engine
+    from course.trace import compiler
 
     t0 = time.perf_counter()
     fn = engine.kernel_py_func(kernel)
@@ -551,7 +552,7 @@ def launch_overhead_ms() -> float:
     if course.on_gpu():
         from numba import cuda
 
-        from course import bench
+        from course.measure import bench
 
         if "empty" not in _OVERHEAD:
             @cuda.jit
@@ -563,7 +564,7 @@ def launch_overhead_ms() -> float:
         k, x = _OVERHEAD["empty"], _OVERHEAD["x"]
         k[1, 32](x)
         return bench.host_ms(lambda: k[1, 32](x), calls=50)
-    from course import measurements
+    from course.measure import measurements
 
     for r in measurements.load("kernel_profiles"):
         if r.get("variant") == "empty_kernel" and r.get("host_issue_ms"):
@@ -578,7 +579,7 @@ def measure_ms(kernel, griddim, blockdim, args, *, dynshared=0) -> float:
     """The kernel alone on this GPU, launches queued (:func:`course.bench.time_queued`), in ms."""
     import statistics
 
-    from course import bench
+    from course.measure import bench
 
     k = kernel[griddim, blockdim, 0, dynshared] if dynshared else kernel[griddim, blockdim]
     return statistics.median(bench.time_queued(lambda: k(*args), reps=5))

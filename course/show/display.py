@@ -27,7 +27,13 @@ def fmt(value, spec: str = "") -> str:
         return DASH
     if isinstance(value, (int, float)) and not isinstance(value, bool) and spec:
         return format(value, spec)
+    if isinstance(value, float):  # no spec: four significant digits, never a float's full repr
+        return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
     return str(value)
+
+
+def _missing(cell: str) -> bool:
+    return cell == DASH or cell.startswith("not measured")
 
 
 class Table:
@@ -42,7 +48,8 @@ class Table:
     def __str__(self) -> str:
         widths = [max([len(c)] + [len(r[i]) for r in self.rows if i < len(r)]) for i, c in enumerate(self.columns)]
 
-        numeric = [all(_NUMBER.match(r[i]) for r in self.rows if i < len(r) and r[i] != DASH)
+        # a dash or "not measured yet" stands for a missing number: it does not make the column text
+        numeric = [all(_NUMBER.match(r[i]) for r in self.rows if i < len(r) and not _missing(r[i]))
                    for i in range(len(widths))]
 
         def line(cells):

@@ -1,7 +1,9 @@
 """The lab side of a chapter: predict a count and let the tracer answer; time your kernels beside the H200's.
 
 - :func:`predict` compares the learner's prediction with the tracer's count and says right or wrong,
-  with the reason, in one line.  Until a prediction is written it keeps the answer to itself.
+  with the reason, in one line: a count exactly, a real number within the tolerance its question
+  states; a text is refused with what to write.  Until a prediction is written it keeps the answer to
+  itself.  :func:`choose` does the same for a multiple-choice answer.
 - :func:`yours_vs_recorded` runs the notebook's kernels: on a GPU it checks each one against NumPy
   (:func:`course.measure.bench.verify`) and then times it (:func:`course.measure.bench.time_ms`), beside the
   recorded H200 run ("yours, now" vs "recorded"); on a CPU backend it traces each one on a small
@@ -14,6 +16,8 @@ Defined for chapter 01 (notebooks/01_programming_model.ipynb); every chapter 01â
 
 from __future__ import annotations
 
+import numbers
+import os
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
@@ -24,30 +28,108 @@ import course  # (chooses the backend before numba is imported)
 from course.show import display
 
 
-def _close(a, b) -> bool:
-    try:
-        return abs(float(a) - float(b)) <= 1e-6 + 0.01 * abs(float(b))
-    except (TypeError, ValueError):
-        return a == b
+def _number(x):
+    """``x`` as a float when it is a real number (a bool or a text is not), else None."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, np.integer, np.floating)):
+        return None
+    return float(x)
 
 
-def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts") -> str:
+def _shown(x) -> str:
+    return f"{round(float(x), 6):g}" if _number(x) is not None else str(x)
+
+
+def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts", *,
+            tolerance: float = 0) -> str:
     """The one-line answer to a prediction (see :func:`predict`)."""
+    if tolerance:
+        question = f"{question} (within Â±{tolerance:g})"
     if yours is None:
         return (f"{question}: write your prediction (a number) in the cell and run it again; "
                 f"the answer stays hidden until then.")
-    shown = f"{actual:g}" if isinstance(actual, (int, float)) else str(actual)
-    if _close(yours, actual):
-        return f"right: {question} = {shown}. {why}"
-    return f"not quite: you said {yours}, {by} {shown}. {why}"
+    mine, real = _number(yours), _number(actual)
+    if mine is None:
+        return (f"{question}: you wrote {yours!r}, which is not a number. Write a number (for example "
+                f"my_prediction = 12, no quotes) and run the cell again; the answer stays hidden until then.")
+    if real is None:
+        raise TypeError(f"verdict: the answer to {question!r} is {actual!r}, not a number")
+    if abs(mine - real) <= tolerance + 1e-9 * max(1.0, abs(real)):
+        return f"right: {question} = {_shown(actual)}. {why}"
+    return f"not quite: you said {_shown(yours)}, {by} {_shown(actual)}. {why}"
 
 
-def predict(question: str, yours, actual, why: str, by: str = "the tracer counts") -> None:
-    """Print whether ``yours`` matches ``actual`` (1 % tolerance), with ``why``: one line, printed once.
+def predict(question: str, yours, actual, why: str, by: str = "the tracer counts", *,
+            tolerance: float = 0) -> None:
+    """Print whether ``yours`` matches ``actual``, with ``why``: one line, printed once.
 
+    A count is judged exactly (``tolerance=0``, the default).  A real number is judged within
+    ``tolerance`` (absolute), which the question states: the call site picks one tight enough that the
+    common wrong answer fails.  A text, or anything that is not a number, is refused with what to write.
     ``by`` names who answered in a wrong verdict ("the tracer counts", "the calculator gives" ...).
     """
-    print(verdict(question, yours, actual, why, by))
+    print(verdict(question, yours, actual, why, by, tolerance=tolerance))
+
+
+def choose(question: str, yours, actual: str, options: Sequence[str], why: str, by: str = "the course sees") -> None:
+    """Print whether the option ``yours`` (one of ``options``, e.g. "a", "b", "c") is ``actual``: one line."""
+    said = ", ".join(f'"{o}"' for o in options)
+    if yours is None:
+        print(f"{question}: write your answer ({said}) in the cell and run it again; the answer stays hidden until then.")
+    elif yours not in options:
+        print(f"{question}: you wrote {yours!r}; write one of {said} (with the quotes) and run the cell again.")
+    elif yours == actual:
+        print(f"right: {question}: {actual}. {why}")
+    else:
+        print(f'not quite: you said "{yours}", {by} "{actual}". {why}')
+
+
+def differs(got, expected, *, rtol: float = 0.0, wrong=None, started=None) -> Optional[str]:
+    """None when ``got`` equals ``expected`` (within ``rtol`` of the largest value), else what differs and where.
+
+    ``wrong`` is a mask of wrong elements when the chapter judges them its own way (a matmul's rounding
+    bound); ``started`` is what the output held before the launch, so that an element still holding it is
+    named as never written.
+    """
+    got, want = np.asarray(got), np.asarray(expected)
+    if got.shape != want.shape:
+        return f"the result has shape {got.shape}, expected {want.shape}"
+    if wrong is None:
+        if rtol:
+            scale = float(np.nanmax(np.abs(want))) if want.size else 1.0
+            wrong = ~np.isclose(got, want, rtol=rtol, atol=rtol * (scale or 1.0))
+        else:
+            wrong = ~((got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f" else got == want)
+    wrong = np.asarray(wrong, bool)
+    if not wrong.any():
+        return None
+    bad = np.argwhere(wrong) if got.ndim else np.zeros((1, 0), int)
+    first, last = (tuple(int(i) for i in b) for b in (bad[0], bad[-1]))
+    where = lambda idx: "[" + ", ".join(map(str, idx)) + "]"  # noqa: E731
+    g, w = got[first], want[first]
+    never = (np.isnan(g) if got.dtype.kind == "f" else False) or (started is not None and g == started)
+    value = f"never written (still {g})" if never else f"got {g:g}" if got.dtype.kind in "fiu" else f"got {g}"
+    span = f"; the last at {where(last)}" if len(bad) > 1 else ""
+    return (f"{len(bad)} of {got.size} elements differ, the first at {where(first)}: {value}, "
+            f"expected {w:g}{span}")
+
+
+def compare(name: str, got, expected, *, rtol: float = 0.0, wrong=None, started=None, counts_below: bool = True,
+            expected_by: str = "NumPy's answer") -> bool:
+    """Say whether the kernel ``name`` left ``expected``; print what differs and where when it did not.
+
+    The one path by which a chapter checks a learner's kernel: never a raw assertion, and the cell goes on
+    (the tracer's counts are still shown).  Under ``COURSE_STRICT=1`` (``make test``) a wrong result raises,
+    so a shipped kernel that is wrong fails the notebook run.
+    """
+    problem = differs(got, expected, rtol=rtol, wrong=wrong, started=started)
+    if problem is None:
+        return True
+    message = (f"{name}: not {expected_by}: {problem}. " + ("The counts below are still the tracer's. " if counts_below else "")
+               + "Fix the kernel's cell, run it, then this cell again.")
+    if os.environ.get("COURSE_STRICT") == "1":
+        raise AssertionError(message)
+    print(message)
+    return False
 
 
 PER_REQUEST = ("ld sectors/req", "st sectors/req", "shared ld wavefronts/req", "shared st wavefronts/req")

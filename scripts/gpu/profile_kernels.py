@@ -38,8 +38,8 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course import bench  # noqa: E402
-from course.bench import Script  # noqa: E402
+from course.measure import bench  # noqa: E402
+from course.measure.bench_harness import Script  # noqa: E402
 
 METRICS = [
     "gpu__time_duration.sum",
@@ -219,7 +219,7 @@ def profile(cases):
     argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out)]
     if H.args.only:
         argv += ["--only", H.args.only]
-    from course.cuda_tools import ncu_profile
+    from course.measure.cuda_tools import ncu_profile
 
     launches, log = ncu_profile(argv, metrics, timeout=560 - H.elapsed())
     H.write_text("ncu_log.txt", log)

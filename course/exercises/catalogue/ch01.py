@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.exercises.contract import Exercise, Input
+from course.exercises.contract import HINT_ALL_WRONG, Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import coalesced
 from course.exercises.registry import reference, register
@@ -43,6 +43,7 @@ register(Exercise(
     make_inputs=_vec_inputs,
     make_trace_input=lambda rng: _vec_input(rng, 1024, "8 full blocks"),
     properties=(coalesced("load"), coalesced("store")),
+    hint_all_wrong=HINT_ALL_WRONG,
     hint_wrong=("Only the first block's elements right and the rest never written? Then every block works on the "
                 "same elements: a thread's global index is blockIdx.x * blockDim.x + threadIdx.x (cuda.grid(1)), "
                 "not threadIdx.x alone. If only the last few elements are wrong, look at the guard against n."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from course.exercises.contract import Exercise, Input
+from course.exercises.contract import HINT_ALL_WRONG, Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races, uses_shared
 from course.exercises.registry import register
@@ -53,6 +53,7 @@ register(Exercise(
                                "should a thread jump between two of its elements so that this stays true?"),
         coalesced("store"),
     ),
+    hint_all_wrong=HINT_ALL_WRONG,
     hint_wrong=("Elements past the first blocks_per_grid * threads_per_block were never written: after its first "
                 "element, a thread must go on to the next one that no other thread handles, until it passes "
                 "the end of the array."),
