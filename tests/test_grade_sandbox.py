@@ -311,7 +311,7 @@ def test_the_fallback_kills_a_process_that_left_its_session():
 def test_the_grader_removes_only_the_empty_cuda_cache_folders_it_made(tmp_path, monkeypatch):
     # on a GPU the driver makes ~/.nv/ComputeCache as it starts (import course probes the GPU), too early
     # for CUDA_CACHE_PATH: the grader removes those folders at the end where they are empty and new
-    from course.grading.grade import remove_driver_cache_dirs
+    from course.grading.notebook import remove_driver_cache_dirs
 
     monkeypatch.setenv("HOME", str(tmp_path))
     cache = tmp_path / ".nv" / "ComputeCache"

@@ -137,7 +137,7 @@ LAYERS = {
     "measure": {"course.measure"},
     "show": {"course.show"},
     "judge": {"course.exercises", "course.grading"},
-    "commands": {"course.__main__", "course.doctor", "course.nbclean", "course.grade", "course.claims",
+    "commands": {"course.__main__", "course.doctor", "course.nbclean", "course.mywork", "course.grade", "course.claims",
                  "course.bench", "course.notebook_cells"},
 }
 #: What each layer builds on (not transitive: a layer names every layer it imports from).
@@ -149,7 +149,7 @@ BUILDS_ON = {
     "trace": {"facts", "engine", "analyse"},
     "kernels": {"facts", "choose", "analyse"},
     "validation": {"facts", "choose", "engine", "trace", "kernels"},
-    "measure": {"facts", "choose"},
+    "measure": {"facts", "choose", "engine", "analyse", "trace", "kernels"},  # explain traces kernels
     "show": {"facts", "choose", "analyse", "trace", "measure"},
     "judge": {"facts", "choose", "engine", "analyse", "trace", "kernels", "measure"},
     "commands": {"facts", "choose", "engine", "analyse", "trace", "kernels", "validation", "measure", "show",
@@ -471,6 +471,8 @@ ATTRIBUTE_REACHES = {
     ("course.engine.launcher", "_wrap"): _INSIDE + " (kernel_api's _wrap of a kernel's cuda module)",
     ("course.engine.scheduler", "_sched"): _INSIDE + " (kernel_api's per-block scheduler slot)",
     ("course.engine.scheduler", "_ts"): _INSIDE + " (kernel_api's thread state)",
+    ("course.engine.launcher", "_ts"): _INSIDE + " (the stall watchdog names the thread that was running)",
+    ("course.engine.watchdog", "_ts"): _INSIDE + " (the stall watchdog reads which thread is running)",
     ("course.kernels.vector", "_view"): "the 16-byte load/store intrinsics find the NumPy view behind an engine "
                                         "array on the CPU (engine.arrays' _view): an engine-public accessor is "
                                         "an engine change, second pass",

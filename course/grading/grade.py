@@ -91,6 +91,7 @@ from course import exercises as ex_mod  # noqa: E402
 from course.grading.notebook import (  # noqa: E402  (the grader's parts, re-exported: its one public surface)
     RunLog,
     kernel_env,
+    remove_driver_cache_dirs,
     load_notebook,
     run_notebook,
 )
@@ -677,24 +678,6 @@ def main(argv=None) -> int:
             shutil.rmtree(fresh, ignore_errors=True)
         if __name__ == "__main__":
             remove_driver_cache_dirs()
-
-
-def remove_driver_cache_dirs():
-    """Remove ~/.nv/ComputeCache and ~/.nv where they are empty and younger than this process: on a GPU the
-    driver may make them as it starts, which ``import course`` does (its GPU probe) before this module can
-    point ``CUDA_CACHE_PATH`` into the scratch folder (as the re-run on the fresh copy has it)."""
-    try:
-        with open("/proc/self/stat") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time, clock ticks after boot
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
-        started = boot + ticks / os.sysconf("SC_CLK_TCK") - 1
-        nv = os.path.join(os.path.expanduser("~"), ".nv")
-        for d in (os.path.join(nv, "ComputeCache"), nv):
-            if os.path.isdir(d) and not os.path.islink(d) and not os.listdir(d) and os.stat(d).st_mtime >= started:
-                os.rmdir(d)
-    except (OSError, ValueError, IndexError, StopIteration):
-        pass
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from typing import Optional
 
 import numpy as np
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course
 from course import device as _dev
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
