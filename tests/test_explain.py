@@ -1,0 +1,120 @@
+"""course.explain: its validation table follows from the records, its predictions from its counts, and it answers
+for any launch (awkward shapes included) with a limiter it can name.  No timing here: the H200's times come from
+data/measurements/kernel_profiles.json, and how long explain takes is a benchmark's business."""
+
+import json
+
+import numpy as np
+import pytest
+
+import course
+from course import engine
+from course.kernels import basics
+from course.measure import explain as X
+from course.measure import explain_check as V
+
+DATA = json.loads(X.VALIDATION.read_text())
+
+
+def test_the_page_is_built_from_the_validation_data():
+    assert V.DOC.read_text() == V.table(DATA), "run: python -m course.measure.explain_check table"
+
+
+def test_every_prediction_follows_from_its_counts_and_the_recorded_constants():
+    k = X.Constants(**DATA["constants"])
+    assert X.constants() == k  # what a learner's prediction uses is what was validated
+    for row in DATA["rows"]:
+        seconds, limiter, _ = X.predict(V._counts(DATA["counts"][row["case"]]), k)
+        assert seconds * 1e3 == pytest.approx(row["predicted_ms"], rel=1e-9), row["case"]
+        assert limiter == row["limiter"], row["case"]
+
+
+def test_the_measured_side_is_the_profile_run_and_its_counters():
+    records = V.records_by_case()
+    assert len(DATA["rows"]) >= 60
+    for row in DATA["rows"]:
+        rec = records[row["case"]]
+        assert row["ms"] == rec["ms"] and rec["device"] == "NVIDIA H200" and rec["run"] == DATA["measured"]["run"]
+        assert row["measured_limiter"] == V.measured_limiter(rec, DATA["counts"][row["case"]])
+
+
+def test_the_scores_are_those_of_the_rows_and_the_split_is_the_names_hash():
+    rows = DATA["rows"]
+    for part in ("calibration", "held_out"):
+        mine = [r for r in rows if r["split"] == part]
+        assert mine and all(V.split_of(r["case"]) == part for r in mine)
+        assert V.score(mine) == DATA[part]
+    assert 0.3 < len([r for r in rows if r["split"] == "held_out"]) / len(rows) < 0.7
+
+
+def test_the_fit_never_sees_the_held_out_kernels():
+    records = V.records_by_case()
+    counts = {r["case"]: DATA["counts"][r["case"]] for r in DATA["rows"]}
+    k1 = V.fit(counts, records, rounds=1)
+    tampered = {n: dict(r, ms=r["ms"] * (10 if V.split_of(n) == "held_out" else 1)) for n, r in records.items()}
+    assert V.fit(counts, tampered, rounds=1) == k1
+
+
+def test_a_constant_that_is_wrong_changes_the_error():
+    """The score is not blind to the model: a tenfold DRAM bandwidth makes the streaming kernels' error grow."""
+    records = V.records_by_case()
+    k = X.Constants(**DATA["constants"])
+    import dataclasses
+
+    bad = dataclasses.replace(k, dram_bps=k.dram_bps * 10)
+    stream = {n: d for n, d in DATA["counts"].items() if n.startswith(("vector_add_n3", "reduce_grid_stride_67"))}
+    good_err = V.score(V.rows_for(stream, records, k))["median_error"]
+    bad_err = V.score(V.rows_for(stream, records, bad))["median_error"]
+    assert bad_err > 1.5 * good_err
+
+
+@pytest.mark.parametrize("name", ["read_strided_s8", "transpose_tile_32x33_1024", "reduce_warp_shuffle_1048576"])
+def test_counting_again_gives_the_recorded_counts(name):
+    again = V.count_all([name])[name]
+    recorded = DATA["counts"][name]
+    for key, v in recorded.items():
+        if key in ("seconds", "how"):
+            continue
+        assert again[key] == pytest.approx(v, rel=1e-9), key
+
+
+@pytest.mark.parametrize("shape", [(17, 16), (1, 33), (1025, 512)])
+def test_explain_answers_on_shapes_that_do_not_fill_a_block(shape):
+    a = np.ones(shape, np.float32)
+    grid = (-(-shape[1] // 16), -(-shape[0] // 16))
+    e = course.explain(basics.matrix_add, grid, (16, 16), a, a, np.zeros(shape, np.float32))
+    assert e.ms > 0 and e.limiter in X.LIMITERS and list(e.ceilings)[0] == e.limiter
+    assert 1 <= e.sampled <= min(X.MAX_SAMPLE, grid[0] * grid[1])
+    assert "held-out" in e.error or "not yet validated" in e.error
+
+
+def test_explain_leaves_the_learners_arrays_alone():
+    n = 1000
+    a, b, out = np.ones(n, np.float32), np.ones(n, np.float32), np.full(n, -1, np.float32)
+    course.explain(basics.vector_add, 4, 256, a, b, out, n)
+    assert (out == -1).all()
+
+
+def test_a_launch_the_engine_refuses_is_refused_by_explain_with_the_engines_message():
+    a = np.ones(64, np.float32)
+    with pytest.raises(engine.KernelError, match="1024"):
+        course.explain(basics.vector_add, 1, 2048, a, a, a, 64)
+
+
+def test_a_loop_of_many_trips_is_cut_and_scaled():
+    """Loop sampling: a 2048-trip loop runs 16 trips, and the counts are those of 2048."""
+    from numba import cuda
+
+    @cuda.jit
+    def sum_rows(a, out, k):
+        i = cuda.grid(1)
+        if i < out.size:
+            s = 0.0
+            for j in range(k):
+                s += a[j, i]
+            out[i] = s
+
+    k, n = 2048, 64
+    c, _ = X.count(sum_rows, 1, 64, (np.ones((k, n), np.float32), np.zeros(n, np.float32), k))
+    assert c.gld_requests == 2 * k  # two warps, one request per trip each
+    assert any("first 16" in h for h in c.how)
