@@ -1,4 +1,4 @@
-"""Chapter 06: a grid sized for the GPU, not the data — a grid-stride clamp, a sum that adds in registers and
+"""Chapter 06: a grid sized for the GPU, not the data — a 2-D grid-stride clamp, a sum that adds in registers and
 publishes once per thread (judged on atomics), and a 2-D stencil whose halo is loaded once."""
 
 from __future__ import annotations
@@ -10,54 +10,55 @@ from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races, uses_shared
 from course.exercises.registry import register
 
-# 06 -- grid-stride loop: clamp
+# 06 -- a 2-D grid-stride loop: clamp a matrix with a grid of the size you chose
 
-GS_TPB = 128
-GS_BLOCKS = 2
+GS_BLOCK = (32, 4)
+GS_GRID = (2, 2)  # 64 x 8 threads, whatever the matrix
 GS_LO, GS_HI = -10.0, 20.0
 
 
-def _gs_input(rng, n, why):
-    x = f32(rng, n)
-    out = np.full(n, np.nan, np.float32)
-    return Input(f"n={n} ({why})", (GS_BLOCKS,), (GS_TPB,), (x, out, GS_LO, GS_HI),
+def _gs_input(rng, rows, cols, why):
+    x = f32(rng, (rows, cols))
+    out = np.full((rows, cols), np.nan, np.float32)
+    return Input(f"{rows}x{cols} ({why})", GS_GRID, GS_BLOCK, (x, out, GS_LO, GS_HI),
                  {1: np.clip(x, GS_LO, GS_HI).astype(np.float32)}, ("x", "out", "lo", "hi"))
 
 
 def _gs_inputs(rng):
-    grid = GS_BLOCKS * GS_TPB
     return [
-        _gs_input(rng, 1, "one element"),
-        _gs_input(rng, 131, "prime, fewer elements than threads"),
-        _gs_input(rng, grid, "exactly one element per thread"),
-        _gs_input(rng, grid + 1, "one element more than threads"),
-        _gs_input(rng, 3 * grid + 7, "three passes and 7 elements"),
-        _gs_input(rng, random_size(rng, 600, 1500), "random"),
+        _gs_input(rng, 1, 1, "one element"),
+        _gs_input(rng, 17, 16, "more rows than columns, less than the grid's columns"),
+        _gs_input(rng, 1, 65, "one row, one column past the grid"),
+        _gs_input(rng, 8, 64, "exactly one element per thread"),
+        _gs_input(rng, 9, 64, "one row past the grid"),
+        _gs_input(rng, random_size(rng, 17, 40), random_size(rng, 130, 200), "random, several passes each way"),
     ]
 
 
 register(Exercise(
     name="06.clamp_grid_stride",
-    title="A grid-stride loop: any n, a grid of the size you chose",
+    title="A 2-D grid-stride loop: any matrix, a grid of the size you chose",
     signature="clamp_grid_stride(x, out, lo, hi)",
-    task=("Write `clamp_grid_stride(x, out, lo, hi)`: out[i] = min(max(x[i], lo), hi) for every i < x.shape[0]. "
-          "The grid is sized for the GPU, not for the data (chapter 06: enough resident warps to hide latency, "
-          f"then stop): it is launched with threads_per_block = {GS_TPB} and blocks_per_grid = {GS_BLOCKS} "
-          "whatever n is, so one thread must handle several elements when n is larger than the grid. Keep each "
-          "pass of the grid coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 neighbouring "
-          "elements."),
+    task=("Write `clamp_grid_stride(x, out, lo, hi)`: out[r, c] = min(max(x[r, c], lo), hi) for every element "
+          "of the float32 matrix x. The grid is sized for the GPU, not for the data (chapter 06: enough resident "
+          f"warps to hide latency, then stop): it is launched with threads_per_block = {GS_BLOCK} and "
+          f"blocks_per_grid = {GS_GRID} whatever the shape, x along a row, so one thread must handle several "
+          "elements in both directions: a grid-stride loop over the rows and, inside it, over the columns. Keep "
+          "each pass coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 neighbouring elements of "
+          "a row."),
     make_inputs=_gs_inputs,
-    make_trace_input=lambda rng: _gs_input(rng, 4 * GS_BLOCKS * GS_TPB, "four passes of the grid"),
+    make_trace_input=lambda rng: _gs_input(rng, 16, 256, "two passes down, four across"),
     properties=(
-        coalesced("load", hint="In every step, neighbouring lanes must touch neighbouring elements: how far "
-                               "should a thread jump between two of its elements so that this stays true?"),
+        coalesced("load", hint="In every step, neighbouring lanes (threadIdx.x) must touch neighbouring elements "
+                               "of one row: which index should x give, and how far should a thread jump along "
+                               "the row so that this stays true?"),
         coalesced("store"),
     ),
-    hint_wrong=("Elements past the first blocks_per_grid * threads_per_block were never written: after its first "
-                "element, a thread must go on to the next one that no other thread handles, until it passes "
-                "the end of the array."),
-    hint_oob="The loop must stop before x.shape[0]: test the index before every access, not only the first.",
-    stub_hint="start at this thread's global index; jump so that no two threads ever take the same element",
+    hint_wrong=("Elements past the grid's 64 columns or 8 rows never written? After its first element, a thread "
+                "must go on to the next one no other thread handles, along the row (by the grid's width in "
+                "threads) and down the columns (by its height), until it passes the end in each direction."),
+    hint_oob="Each loop must stop before its own axis ends: rows before x.shape[0], columns before x.shape[1].",
+    stub_hint="cuda.grid(2) and cuda.gridsize(2), x first; loop over rows by the grid's height, columns by its width",
 ))
 
 

@@ -1,4 +1,4 @@
-"""Chapter 07: reductions (归约) — a conflict-free tree in shared memory, a block reduction with warp shuffles,
+"""Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a block reduction with warp shuffles,
 and an inclusive scan inside each block (前缀和)."""
 
 from __future__ import annotations
@@ -17,61 +17,62 @@ from course.exercises.properties import (
     shared_bytes_at_most,
     uses_shared,
 )
-from course.exercises.registry import reference, register
+from course.exercises.registry import register
 
-RED_TPB = 256  # course.kernels.reduction.TREE_THREADS
-RED_PER_BLOCK = 4 * RED_TPB
+RED_TPB = 256  # one block per row
 
 
-def _red_input(rng, n, why):
-    a = f32(rng, n)
-    out = np.zeros(1, np.float32)  # the blocks add their partial sums into out[0]
-    want = np.array([a.astype(np.float64).sum()], np.float32)  # small integers: every sum is exact
-    return Input(f"n={n} ({why})", (ceil_div(n, RED_PER_BLOCK),), (RED_TPB,), (a, out), {1: want}, ("a", "out"))
+def _red_input(rng, rows, cols, why):
+    a = f32(rng, (rows, cols))
+    out = np.full(rows, np.nan, np.float32)
+    want = a.astype(np.float64).sum(axis=1).astype(np.float32)  # small integers: every sum is exact
+    return Input(f"{rows}x{cols} ({why})", (rows,), (RED_TPB,), (a, out), {1: want}, ("a", "out"))
 
 
 def _red_inputs(rng):
     return [
-        _red_input(rng, 1, "one element"),
-        _red_input(rng, 7, "prime, less than one thread's four"),
-        _red_input(rng, 1023, "one element short of one block"),
-        _red_input(rng, RED_PER_BLOCK + 3, "one block and 3 elements"),
-        _red_input(rng, random_size(rng, 2100, 3500), "random"),
+        _red_input(rng, 1, 1, "one element"),
+        _red_input(rng, 17, 16, "rows shorter than a warp"),
+        _red_input(rng, 1, 33, "one row, one warp and one element"),
+        _red_input(rng, 3, 1025, "rows one element longer than four passes of the block"),
+        _red_input(rng, random_size(rng, 2, 6), random_size(rng, 300, 1500), "random"),
     ]
 
 
 register(Exercise(
     name="07.tree_sum",
-    title="A reduction tree without bank conflicts",
+    title="Row sums: one block per row, a tree without bank conflicts, a warp to finish",
     signature="tree_sum(a, out)",
-    task=("Write `tree_sum(a, out)`: add all of the float32 vector a into out[0] (out starts at zero). It is "
-          f"launched with threads_per_block = {RED_TPB} and blocks_per_grid = ceil(n / {RED_PER_BLOCK}): each "
-          "thread first adds up to 4 elements of its block's part (any split that counts every element once), "
-          "puts its value in a cuda.shared.array of 256 floats, and the block adds those up as a tree in shared "
-          "memory (归约树); thread 0 then adds the block's sum into out[0] with cuda.atomic.add. Arrange the tree "
-          "so that the shared-memory reads of each step are free of bank conflicts (存储体冲突) and no thread "
-          "reads a value before its writer has finished."),
+    task=("Write `tree_sum(a, out)`: out[r] = a[r, 0] + ... + a[r, cols - 1] for every row r of a float32 matrix "
+          f"a (a segmented reduction, 分段归约). It is launched with one block per row: threads_per_block = {RED_TPB}, "
+          "blocks_per_grid = rows, and a row may be shorter than a warp or many times longer than the block. "
+          "Each thread first adds its elements of the row in a register, walking the row with a stride of 256 "
+          "so that every load is coalesced (合并访存); then the block adds its 256 values as a tree in a "
+          "cuda.shared.array (归约树), with the shared-memory reads of each step free of bank conflicts "
+          "(存储体冲突) and no thread reading a value before its writer has finished. Stop the tree when 32 values "
+          "are left: the first warp finishes with register shuffles (cuda.shfl_down_sync), and its lane 0 writes "
+          "out[r]. No atomics: each block owns its row's sum."),
     make_inputs=_red_inputs,
-    make_trace_input=lambda rng: _red_input(rng, 2 * RED_PER_BLOCK, "two full blocks"),
+    make_trace_input=lambda rng: _red_input(rng, 2, 1024, "two rows of four passes"),
     properties=(
-        coalesced_at_minimum("load", hint="Before the tree, each thread adds up to 4 elements: in each of those loads, do the "
-                               "32 lanes of a warp read 32 neighbouring elements? Let consecutive threads take "
-                               "consecutive elements, 256 apart between a thread's loads."),
+        coalesced_at_minimum("load", hint="Before the tree, each thread adds its elements of the row: in each of "
+                             "those loads, do the 32 lanes of a warp read 32 neighbouring elements? Let "
+                             "consecutive threads take consecutive elements, 256 apart between a thread's loads."),
         uses_shared(),
         conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
                       hint="In each step, which words do the active lanes of one warp read? When lane t reads "
                            "word 2*stride*t, lanes 16 apart share a bank. Which pairing lets neighbouring lanes "
                            "read neighbouring words at every step?"),
         few_warp_splits(1.0),
+        no_atomics("global"),
         no_races(hint="Each step of the tree reads values that other threads wrote in the step before. What must "
                       "every thread of the block reach between two steps?"),
     ),
-    hint_wrong=("Check that every element is counted exactly once: the last block is only partly filled, and "
-                "threads with no element must still put a zero into the tree (and reach every barrier)."),
-    hint_oob="Guard every load of a: the last block reaches past the end of a when n is not a multiple of 1024.",
-    stub_hint="sum up to 4 elements per thread, then halve the number of active threads each step",
-    reference=reference("reduction", "block_sequential", "REDUCTION_VERSIONS"),
-    atol=1e-3,
+    hint_wrong=("Check that every element of the row is counted exactly once, whatever its length: threads past "
+                "the end of a short row must still put a zero into the tree (and reach every barrier), and the "
+                "shuffles need all 32 lanes of the first warp, with a full mask."),
+    hint_oob="Guard every load of a: a row may be shorter than the block, and its length is a.shape[1].",
+    stub_hint="a register sum over the row (stride 256); a shared tree down to 32 values; shuffles; lane 0 writes",
 ))
 
 
