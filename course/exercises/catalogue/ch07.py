@@ -1,5 +1,5 @@
-"""Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a block reduction with warp shuffles,
-and an inclusive scan inside each block (前缀和)."""
+"""Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
+block reduction with warp shuffles, an inclusive scan inside each block (前缀和), and each block's minimum and maximum in one fused tree."""
 
 from __future__ import annotations
 
@@ -173,4 +173,58 @@ register(Exercise(
                 "counts twice, a thread read a word its neighbour had already updated in the same step."),
     hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
     stub_hint="a shared copy of the block's elements; steps d = 1, 2, 4, ... add the value d places to the left",
+))
+
+
+# 07 -- two reductions fused in one pass: each block's minimum and maximum
+
+MM_TPB = 256
+
+
+def _mm_input(rng, n, why):
+    a = f32(rng, n)
+    blocks = ceil_div(n, MM_TPB)
+    out = np.full((blocks, 2), np.nan, np.float32)
+    want = np.empty((blocks, 2), np.float32)
+    for b in range(blocks):
+        part = a[b * MM_TPB:(b + 1) * MM_TPB]
+        want[b] = part.min(), part.max()
+    return Input(f"n={n} ({why})", (blocks,), (MM_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _mm_inputs(rng):
+    return [
+        _mm_input(rng, 1, "one element"),
+        _mm_input(rng, 33, "one warp and one lane"),
+        _mm_input(rng, 256, "exactly one block"),
+        _mm_input(rng, 2 * 256 + 7, "two blocks and 7 elements"),
+        _mm_input(rng, random_size(rng, 1000, 2000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.min_max_blocks",
+    title="Two reductions in one pass: each block's minimum and maximum",
+    signature="min_max_blocks(a, out)",
+    task=("Write `min_max_blocks(a, out)`: out[b, 0] = the minimum and out[b, 1] = the maximum of block b's "
+          f"elements of the float32 vector a (launched with threads_per_block = {MM_TPB}, blocks_per_grid = "
+          f"ceil(n / {MM_TPB}), one element per thread; the last block has fewer). Read a once: each thread loads "
+          "its element, and one tree in shared memory (归约树) carries both values, in two shared arrays of 256 "
+          "floats, step by step with sequential addressing so that no step has bank conflicts (存储体冲突). A "
+          "thread with no element must not change either result: it brings +inf to the minimum and -inf to the "
+          "maximum, not 0. Each block writes its own row of out: no atomics."),
+    make_inputs=_mm_inputs,
+    make_trace_input=lambda rng: _mm_input(rng, 4 * MM_TPB, "four full blocks"),
+    properties=(
+        coalesced("load"),
+        uses_shared(),
+        conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)"),
+        no_atomics("global"),
+        no_races(hint="Each step of the tree reads what other threads wrote in the step before: every thread of "
+                      "the block must reach a barrier between two steps."),
+    ),
+    hint_wrong=("A short last block: threads past the end bring +inf to the minimum and -inf to the maximum, "
+                "and still take part in every step and every barrier. Column 0 of out is the minimum."),
+    hint_oob="Guard the load of a: the last block is only partly filled.",
+    stub_hint="two shared arrays; neutral values past the end; halve the active threads each step; thread 0 writes",
 ))

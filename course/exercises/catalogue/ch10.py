@@ -1,6 +1,7 @@
 """Chapter 10: measure, don't guess — two planted kernels to diagnose with the course's tools (the tracer's
 sectors per request; the engine's out-of-bounds report and the tracer's races, as memcheck and racecheck do on
-a GPU), and a row-wise softmax with one warp per row."""
+a GPU), a row-wise softmax with one warp per row, and a planted read past the end to find with the engine's
+out-of-bounds report."""
 
 from __future__ import annotations
 
@@ -189,4 +190,58 @@ register(Exercise(
     hint_oob="Rows past the last (the last block) and columns past cols must not be read.",
     stub_hint="row = blockIdx.x * 4 + threadIdx.y; warp max by shuffles; warp sum of exp by shuffles; write",
     rtol=1e-5, atol=1e-7,
+))
+
+
+# 10 -- measure, don't guess: a planted kernel that reads past the end (memcheck's finding, on the CPU engine)
+
+DF_TPB = 128
+
+
+@cuda.jit
+def diff_planted(x, out):
+    """The planted kernel of 10.diff_fixed: out[i] = x[i + 1] - x[i]; looks right, and reads past the end."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i + 1] - x[i]
+
+
+def _df_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.zeros(n, np.float32)
+    want[:-1] = x[1:] - x[:-1]  # the last element has no right neighbour: 0
+    return Input(f"n={n} ({why})", (ceil_div(n, DF_TPB),), (DF_TPB,), (x, out), {1: want}, ("x", "out"))
+
+
+def _df_inputs(rng):
+    return [
+        _df_input(rng, 1, "one element"),
+        _df_input(rng, 2, "two elements"),
+        _df_input(rng, 128, "exactly one block"),
+        _df_input(rng, 129, "one block and one element"),
+        _df_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+register(Exercise(
+    name="10.diff_fixed",
+    title="Measure, don't guess: a planted read past the end",
+    signature="diff_fixed(x, out)",
+    task=("`course.exercises.catalogue.ch10.diff_planted(x, out)` computes forward differences out[i] = x[i + 1] - "
+          f"x[i], launched with threads_per_block = {DF_TPB} and blocks_per_grid = ceil(n / {DF_TPB}). On a GPU it "
+          "usually returns plausible numbers, because reading one float past the end rarely faults; "
+          "compute-sanitizer's memcheck would name the read, and so does the course's CPU engine. Run it on the "
+          "engine, read the error (kernel, line, block, thread), then write `diff_fixed(x, out)`: the same "
+          "launch and the same differences, with out[n - 1] = 0 (the last element has no right neighbour), and "
+          "every load and store coalesced (合并访存)."),
+    make_inputs=_df_inputs,
+    make_trace_input=lambda rng: _df_input(rng, 1024, "8 full blocks"),
+    # x[i + 1] is one float off the 32-byte grid: a warp's 128 bytes straddle 5 sectors, the floor for that load
+    properties=(coalesced("load", max_sectors=5), coalesced("store")),
+    hint_wrong=("out[i] is x[i + 1] - x[i] for every i but the last, and out[n - 1] is 0: a thread that has no "
+                "right neighbour still writes its element."),
+    hint_oob=("The engine names the line and the thread: which thread reads x[i + 1] when i + 1 is already past "
+              "the end? It still has an element of out to write."),
+    stub_hint="run the planted kernel on the engine first: which thread reads past the end, and what should it write?",
 ))
