@@ -1,5 +1,6 @@
 """Chapter 01: the programming model — a guarded vector add (the course's worked example), SAXPY on a 2-D grid of
-1-D blocks, a reversal, and a 2-D array on a 1-D grid (a vector added to every row)."""
+1-D blocks, a reversal, a 2-D array on a 1-D grid (a vector added to every row), and pair sums (a grid sized for
+the output)."""
 
 from __future__ import annotations
 
@@ -183,4 +184,49 @@ register(Exercise(
     hint_oob=("The grid has more threads than elements when rows * cols is not a multiple of the block: guard "
               "the flat index against the number of elements before splitting it."),
     stub_hint="flat index from cuda.grid(1); guard it against rows * cols; row and column from it",
+))
+
+
+# 01 -- pair sums: two input elements per thread, half as many threads as inputs
+
+PS_TPB = 128
+
+
+def _ps_input(rng, n, why):
+    x = f32(rng, n)
+    m = (n + 1) // 2
+    out = np.full(m, np.nan, np.float32)
+    padded = np.zeros(2 * m, np.float32)
+    padded[:n] = x
+    return Input(f"n={n} ({why})", (ceil_div(m, PS_TPB),), (PS_TPB,), (x, out),
+                 {1: padded[0::2] + padded[1::2]}, ("x", "out"))
+
+
+def _ps_inputs(rng):
+    return [
+        _ps_input(rng, 1, "one element: its pair has no second"),
+        _ps_input(rng, 2, "one pair"),
+        _ps_input(rng, 255, "odd, one block's pairs"),
+        _ps_input(rng, 258, "one block's pairs and one more"),
+        _ps_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+register(Exercise(
+    name="01.pair_sums",
+    title="Two elements per thread: pair sums",
+    signature="pair_sums(x, out)",
+    task=("Write `pair_sums(x, out)`: out[j] = x[2j] + x[2j + 1] for every j < out.shape[0] = ceil(n / 2), where "
+          "an element past the end of x counts as 0 (so for odd n the last pair is x[n - 1] alone). One thread "
+          f"per output: threads_per_block = {PS_TPB}, blocks_per_grid = ceil(ceil(n / 2) / {PS_TPB}). The grid "
+          "is sized for out, not for x: each thread's index is a pair, and the guard for its second element is "
+          "not the guard for its first."),
+    make_inputs=_ps_inputs,
+    make_trace_input=lambda rng: _ps_input(rng, 2048, "8 full blocks"),
+    properties=(coalesced("store"),),
+    hint_wrong=("Thread j owns pair j: elements 2j and 2j + 1 of x. For odd n the last thread has a first "
+                "element and no second one: it still writes out[j]."),
+    hint_oob=("The grid covers out, and x is twice as long: guard j against out.shape[0], and the second "
+              "element against x.shape[0] on its own."),
+    stub_hint="j from cuda.grid(1); guard j; add x[2j] and, if it exists, x[2j + 1]",
 ))

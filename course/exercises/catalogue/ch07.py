@@ -1,5 +1,5 @@
 """Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
-block reduction with warp shuffles, an inclusive scan inside each block (前缀和), and each block's minimum and maximum in one fused tree."""
+block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), and each block's minimum and maximum in one fused tree."""
 
 from __future__ import annotations
 
@@ -227,4 +227,57 @@ register(Exercise(
                 "and still take part in every step and every barrier. Column 0 of out is the minimum."),
     hint_oob="Guard the load of a: the last block is only partly filled.",
     stub_hint="two shared arrays; neutral values past the end; halve the active threads each step; thread 0 writes",
+))
+
+
+# 07 -- an exclusive scan inside each block: each element gets the sum of those before it
+
+EX_TPB = 128
+
+
+def _ex_input(rng, n, why):
+    a = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.empty(n, np.float32)
+    for b in range(0, n, EX_TPB):
+        part = a[b:b + EX_TPB].astype(np.float64)
+        want[b:b + EX_TPB] = np.cumsum(part) - part
+    return Input(f"n={n} ({why})", (ceil_div(n, EX_TPB),), (EX_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _ex_inputs(rng):
+    return [
+        _ex_input(rng, 1, "one element"),
+        _ex_input(rng, 33, "one warp and one lane"),
+        _ex_input(rng, 128, "exactly one block"),
+        _ex_input(rng, 2 * 128 + 3, "two blocks and 3 elements"),
+        _ex_input(rng, random_size(rng, 300, 600), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.exclusive_scan",
+    title="An exclusive scan inside each block",
+    signature="exclusive_scan(a, out)",
+    task=("Write `exclusive_scan(a, out)`: out[i] = a[start] + ... + a[i - 1], the sum of the elements *before* i "
+          "in its block of 128 (an exclusive scan, 排他前缀和: the first element of each block gets 0), where start "
+          f"= 128 * (i // 128). Launched with threads_per_block = {EX_TPB} and blocks_per_grid = ceil(n / {EX_TPB}), "
+          "one element per thread. Scan the block's elements in shared memory with the Hillis-Steele steps "
+          "d = 1, 2, 4, ..., 64 (every value adds the one d places to its left), with no thread reading a value "
+          "before its writer has finished nor overwriting one before its reader has read it (数据竞争); each "
+          "thread then writes the value one place to its left (0 for the block's first)."),
+    make_inputs=_ex_inputs,
+    make_trace_input=lambda rng: _ex_input(rng, 2 * EX_TPB, "two full blocks"),
+    properties=(
+        uses_shared(),
+        coalesced("load"),
+        coalesced("store"),
+        no_races(hint="In each step a thread reads the word another thread overwrites in the same step. Read "
+                      "into a register, let every thread of the block get there, then write — and again before "
+                      "the next step reads."),
+    ),
+    hint_wrong=("Exclusive: out[i] leaves a[i] itself out, and the first element of every block is 0. If every "
+                "value is off by its own element, you wrote the inclusive scan."),
+    hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
+    stub_hint="an inclusive scan in shared memory, then each thread writes its left neighbour's value (0 first)",
 ))
