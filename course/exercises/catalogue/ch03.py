@@ -177,7 +177,8 @@ register(Exercise(
         coalesced("load", max_sectors=8, hint="A warp's 32 floats of p belong to 4 particles: it reads 4 "
                                               "neighbouring floats from each of the 8 rows of q, one sector per row."),
     ),
-    hint_wrong="Float k of p is field k % 8 of particle k // 8; it comes from q[field, particle].",
+    hint_wrong=("Float k of p is field k % 8 of particle k // 8; it comes from q[field, particle]. p holds 8n "
+                "floats, one per thread of the grid: every k below 8 * n writes one."),
     hint_oob="There are 8n floats: threads with k >= 8 * n do nothing.",
     stub_hint="thread k writes float k of p: work out its particle and field",
 ))

@@ -255,8 +255,8 @@ def _props():
              "Device d takes x[b(d):b(d+1)] with b(d) = n * (w[0] + ... + w[d-1]) // sum(w): integer arithmetic, "
              "so that the shares cover x once whatever n is."),
         prop("each device with a share launches the kernel on its own arrays", own_data,
-             "Inside `with cuda.gpus[d]:` copy the share in, allocate the partials and launch: arrays made there live "
-             "on device d, and a launch there runs on device d."),
+             "Inside `with cuda.gpus[d]:` copy the share in, allocate the device's arrays and launch: arrays made there "
+             "live on device d, and a launch there runs on device d."),
         prop("only the partial sums come back to the host (最终合并)", partials_only,
              "Copy back the partials array of each device (one float per block), not the share itself."),
     )
