@@ -77,26 +77,33 @@ def test_off_by_one_guards():
 
 
 @cuda.jit
-def matrix_add_swapped(a, b, out):
-    row, col = cuda.grid(2)  # x taken as the row
-    if row < out.shape[0] and col < out.shape[1]:
+def matrix_add_column_major(a, b, out):
+    i = cuda.grid(1)  # the flat index split as if the matrix were stored by columns
+    rows = a.shape[0]
+    if i < a.size:
+        row = i % rows
+        col = i // rows
         out[row, col] = a[row, col] + b[col]
 
 
 @cuda.jit
-def matrix_add_square_only(a, b, out):
-    col, row = cuda.grid(2)
-    if row < out.shape[0] and col < out.shape[0]:
-        out[row, col] = a[row, col] + b[col]
+def matrix_add_unguarded(a, b, out):
+    i = cuda.grid(1)  # no guard: the last block's threads past rows * cols split into a row past the end
+    row = i // a.shape[1]
+    col = i % a.shape[1]
+    out[row, col] = a[row, col] + b[col]
 
 
-def test_swapped_indices_and_square_only():
-    v = E.judge(E.get("01.matrix_add"), matrix_add_swapped, seed=0)
-    # 17x16 happens to be covered; 1x33 is not: y only reaches 8 columns
-    assert v.status == "fail" and "1x33" in v.message and "never written" in v.message
-    v = E.judge(E.get("01.matrix_add"), matrix_add_square_only, seed=0)
-    assert v.status == "error" and "17x16" in v.message and "out of bounds" in v.message
-    assert "same axis" in E.get("01.matrix_add").hint_wrong
+def test_a_flat_index_split_by_columns_or_unguarded():
+    v = E.judge(E.get("01.matrix_add"), matrix_add_column_major, seed=0)
+    # every element right, but consecutive lanes walk down a column: 16 rows of 64 floats, 256 bytes apart
+    assert v.results[0].passed and v.status == "partial", str(v)
+    failed = {r.what: r.detail for r in v.results if not r.passed}
+    assert set(failed) == {"coalesced global loads (合并访存)", "coalesced global stores (合并访存)"}, str(v)
+    assert "in the order" in E.get("01.matrix_add").task
+    v = E.judge(E.get("01.matrix_add"), matrix_add_unguarded, seed=0)
+    assert v.status == "error" and "1x1" in v.message and "out of bounds" in v.message, str(v)
+    assert "guard the flat index" in v.hint
 
 
 @cuda.jit
@@ -104,16 +111,17 @@ def transpose_pad34(src, dst):
     tile = cuda.shared.array((TILE, 34), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
-    b = cuda.blockIdx.z
     row = cuda.blockIdx.y * TILE + ty
     col = cuda.blockIdx.x * TILE + tx
-    if row < src.shape[1] and col < src.shape[2]:
-        tile[ty, tx] = src[b, row, col]
-    cuda.syncthreads()
     out_row = cuda.blockIdx.x * TILE + ty
     out_col = cuda.blockIdx.y * TILE + tx
-    if out_row < dst.shape[1] and out_col < dst.shape[2]:
-        dst[b, out_row, out_col] = tile[tx, ty]
+    for b in range(src.shape[0]):
+        if row < src.shape[1] and col < src.shape[2]:
+            tile[ty, tx] = src[b, row, col]
+        cuda.syncthreads()
+        if out_row < dst.shape[1] and out_col < dst.shape[2]:
+            dst[b, out_row, out_col] = tile[tx, ty]
+        cuda.syncthreads()
 
 
 def test_padding_34_is_a_two_way_conflict():
@@ -390,52 +398,91 @@ def test_untouched_exercise_notebook_scores_zero(name):
 
 @cuda.jit
 def clamp_one_per_thread(x, out, lo, hi):
-    i = cuda.grid(1)  # no loop: right only while n fits in the grid
-    if i < x.shape[0]:
-        out[i] = min(max(x[i], lo), hi)
+    col, row = cuda.grid(2)  # no loop: right only while the matrix fits in the grid's 64 x 8 threads
+    if row < x.shape[0] and col < x.shape[1]:
+        out[row, col] = min(max(x[row, col], lo), hi)
 
 
 @cuda.jit
-def clamp_contiguous_runs(x, out, lo, hi):
-    # each thread walks its own run of ceil(n / threads) elements: correct, but lanes are a run apart
-    threads = cuda.gridsize(1)
-    per = (x.shape[0] + threads - 1) // threads
-    start = cuda.grid(1) * per
-    for i in range(start, min(start + per, x.shape[0])):
-        out[i] = min(max(x[i], lo), hi)
+def clamp_column_runs(x, out, lo, hi):
+    # each thread walks its own run of ceil(cols / 64) columns: correct, but lanes are a run apart
+    col0, row0 = cuda.grid(2)
+    width, height = cuda.gridsize(2)
+    per = (x.shape[1] + width - 1) // width
+    for row in range(row0, x.shape[0], height):
+        for col in range(col0 * per, min(col0 * per + per, x.shape[1])):
+            out[row, col] = min(max(x[row, col], lo), hi)
 
 
 def test_grid_stride_without_the_loop_or_with_runs_fails():
     ex = E.get("06.clamp_grid_stride")
     v = E.judge(ex, clamp_one_per_thread, seed=0)
-    # 256 threads: n=1, 131 and 256 are right, n=257 leaves element 256 unwritten
+    # 64 x 8 threads: 1x1 is right, 17x16 leaves row 8 unwritten
     assert v.status == "fail" and v.score == 0
-    assert "n=257" in v.message and "out[256] is NaN: never written" in v.message
+    assert "17x16" in v.message and "out[8, 0] is NaN: never written" in v.message, v.message
     assert "next one" in v.hint
-    v = E.judge(ex, clamp_contiguous_runs, seed=0)
+    v = E.judge(ex, clamp_column_runs, seed=0)
     assert v.results[0].passed and v.status == "partial", str(v)
     failed = {r.what: r.detail for r in v.results if not r.passed}
-    # n=1024 over 256 threads: runs of 4 floats, lanes 16 bytes apart: 512 bytes = 16 sectors per request
+    # 256 columns over 64 threads: runs of 4 floats, lanes 16 bytes apart: 512 bytes = 16 sectors per request
     assert failed["coalesced global loads (合并访存)"].startswith("16.00 sectors per request")
     assert failed["coalesced global stores (合并访存)"].startswith("16.00 sectors per request")
 
 
-def test_reduction_tree_with_conflicts_or_divergence_loses_a_point():
-    from course.kernels import reduction
+@cuda.jit
+def tree_sum_strided(a, out):
+    # index = 2*stride*tid: no divergence to speak of, but at stride 1 lanes t and t + 16 read words 2t and 2t + 32
+    s = cuda.shared.array(256, float32)
+    tid = cuda.threadIdx.x
+    v = float32(0)
+    for col in range(tid, a.shape[1], 256):
+        v += a[cuda.blockIdx.x, col]
+    s[tid] = v
+    cuda.syncthreads()
+    stride = 1
+    while stride < 256:
+        index = 2 * stride * tid
+        if index < 256:
+            s[index] += s[index + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = s[0]
 
+
+@cuda.jit
+def tree_sum_interleaved(a, out):
+    # tid % (2*stride) == 0: conflict-free, but every warp splits at strides 1..16
+    s = cuda.shared.array(256, float32)
+    tid = cuda.threadIdx.x
+    v = float32(0)
+    for col in range(tid, a.shape[1], 256):
+        v += a[cuda.blockIdx.x, col]
+    s[tid] = v
+    cuda.syncthreads()
+    stride = 1
+    while stride < 256:
+        if tid % (2 * stride) == 0:
+            s[tid] += s[tid + stride]
+        cuda.syncthreads()
+        stride *= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+
+def test_reduction_tree_with_conflicts_or_divergence_loses_a_point():
     ex = E.get("07.tree_sum")
-    # index = 2*stride*tid: no divergence, but at stride 1 lanes t and t + 16 read words 2t and 2t + 32
-    v = E.judge(ex, reduction.REDUCTION_VERSIONS["block_strided"].kernel, seed=0)
+    v = E.judge(ex, tree_sum_strided, seed=0)
     assert v.results[0].passed and v.status == "partial", str(v)
     failed = [r for r in v.results if not r.passed]
     assert [r.what for r in failed] == ["no bank conflicts on the tree's shared loads (存储体冲突)"], str(v)
     assert "bank conflict" in failed[0].detail
-    # tid % (2*stride) == 0: every warp splits at strides 1..16 (8 warps x 5 steps), even warps at 32, ...
-    v = E.judge(ex, reduction.REDUCTION_VERSIONS["block_interleaved"].kernel, seed=0)
+    v = E.judge(ex, tree_sum_interleaved, seed=0)
     assert v.results[0].passed and v.status == "partial", str(v)
     failed = [r for r in v.results if not r.passed]
     assert len(failed) == 1 and failed[0].what.startswith("little warp divergence"), str(v)
-    # per block: 40 + 4 + 2 + 1 splits in the tree and 1 at `if tid == 0`, over 8 warps = 6.00 per warp
+    # per block: 8 warps x 5 steps (strides 1..16) + 4 + 2 + 1 (strides 32, 64, 128) + 1 at `if tid == 0` = 48
+    # splits over 8 warps = 6.00 per warp
     assert "6.00 per warp" in failed[0].detail
 
 
@@ -465,14 +512,13 @@ def test_chunk_kernel_must_keep_to_its_chunk():
 
 @cuda.jit
 def tree_sum_runs(a, out):
-    # each thread adds 4 neighbouring elements: right, but a warp's lanes read 16 bytes apart in each load
+    # each thread adds a run of neighbouring elements: right, but a warp's lanes read a run apart in each load
     s = cuda.shared.array(256, float32)
     tid = cuda.threadIdx.x
+    per = (a.shape[1] + 255) // 256
     v = float32(0)
-    for j in range(4):
-        i = cuda.blockIdx.x * 1024 + 4 * tid + j
-        if i < a.shape[0]:
-            v += a[i]
+    for col in range(tid * per, min(tid * per + per, a.shape[1])):
+        v += a[cuda.blockIdx.x, col]
     s[tid] = v
     cuda.syncthreads()
     stride = 128
@@ -482,12 +528,11 @@ def tree_sum_runs(a, out):
         cuda.syncthreads()
         stride //= 2
     if tid == 0:
-        cuda.atomic.add(out, 0, s[0])
+        out[cuda.blockIdx.x] = s[0]
 
 
 def test_reduction_tree_whose_first_loads_are_strided_loses_a_point():
-    # the course's own tree loads float4 vectors (16 sectors per request, all needed) and passes; 4-byte loads
-    # 16 bytes apart need 16 sectors where 4 would do
+    # rows of 1024: runs of 4 floats, lanes 16 bytes apart: 16 sectors per request where 4 would do
     v = E.judge(E.get("07.tree_sum"), tree_sum_runs, seed=0)
     assert v.results[0].passed and v.status == "partial", str(v)
     failed = [r for r in v.results if not r.passed]

@@ -49,7 +49,7 @@ def test_a_race_on_one_global_word_costs_the_point_and_names_its_line():
 
 
 def _grade_without_running(monkeypatch, tmp_path, name, **kw):
-    from course import grade as G
+    from course.grading import grade as G
 
     monkeypatch.setattr(G, "run_notebook", lambda *a, **k: G.RunLog())  # the verdicts alone, no Jupyter kernel
     out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
@@ -73,7 +73,7 @@ def test_the_salt_is_secret_per_run_recorded_and_a_regrade_with_it_draws_the_sam
 
 
 def test_shards_must_share_a_salt_given_on_the_command_line(capsys, tmp_path):
-    from course import grade as G
+    from course.grading import grade as G
 
     with pytest.raises(SystemExit) as err:
         G.main([str(CHEATS / "races.ipynb"), "--out", str(tmp_path), "--shard", "1/2"])

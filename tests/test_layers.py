@@ -222,6 +222,10 @@ def test_the_layer_checker_sees_function_level_and_relative_imports():
     assert layer_of("course.show.widgets.banks") == "show" and layer_of("course") == "choose"
 
 
+#: Imports against the layers' direction, each a learner's door that imports when it is called, never at import.
+DOORS = {("course", "course.measure.explain"): "course.explain(...): the explainer's one door (issue 24)"}
+
+
 @pytest.mark.parametrize("layer", sorted(LAYERS))
 def test_a_layer_imports_only_from_the_layers_it_builds_on(layer):
     wrong = {}
@@ -229,6 +233,8 @@ def test_a_layer_imports_only_from_the_layers_it_builds_on(layer):
         if layer_of(module) != layer:
             continue
         for target in imported:
+            if (module, target) in DOORS:
+                continue
             if layer_of(target) != layer and layer_of(target) not in BUILDS_ON[layer]:
                 wrong.setdefault(str(MODULES[module].relative_to(ROOT)), set()).add(f"{target} ({layer_of(target)})")
     assert not wrong, (f"the {layer} layer imports from a layer it does not build on (pass what it needs down, "
@@ -288,13 +294,17 @@ def test_the_circle_finder_finds_circles():
     assert import_circles(g) == [("a", "b", "c")]
 
 
+def _without_doors(graph: dict) -> dict:
+    return {m: {t for t in ts if (m, t) not in DOORS} for m, ts in graph.items()}
+
+
 def test_no_import_circle_between_modules():
-    new = [c for c in import_circles(GRAPH) if c not in CIRCLES]
+    new = [c for c in import_circles(_without_doors(GRAPH)) if c not in CIRCLES]
     assert not new, f"import circles (break them: pass what is needed down, or move the code): {new}"
 
 
 def test_circle_exemptions_are_still_needed():
-    found = set(import_circles(GRAPH))
+    found = set(import_circles(_without_doors(GRAPH)))
     done = [c for c in CIRCLES if c not in found]
     assert not done, f"no longer a circle (or a different one now): update CIRCLES: {done}"
 

@@ -81,7 +81,23 @@ class Constants:
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
 
 
-H200 = Constants()
+H200 = Constants()  # the defaults; :func:`constants` is what predictions use
+
+
+def constants() -> Constants:
+    """The constants fitted by the last validation (``data/explain_validation.json``), else the defaults."""
+    if "k" not in _FITTED:
+        k = H200
+        try:
+            saved = json.loads(VALIDATION.read_text())["constants"]
+            k = Constants(**{f: saved[f] for f in Constants.__dataclass_fields__ if f in saved})
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        _FITTED["k"] = k
+    return _FITTED["k"]
+
+
+_FITTED: dict = {}
 
 
 @dataclass
@@ -488,8 +504,9 @@ def stated_error() -> str:
         return "not yet validated"
 
 
-def predict(c: Counts, k: Constants = H200) -> tuple:
+def predict(c: Counts, k: Constants | None = None) -> tuple:
     """(seconds, limiter, ceilings in seconds sorted binding first) for counted launch ``c``."""
+    k = k or constants()
     ceil = ceilings(c, k)
     ordered = dict(sorted(ceil.items(), key=lambda kv: -kv[1]))
     limiter = next(iter(ordered))
@@ -576,7 +593,7 @@ _OVERHEAD: dict = {}
 
 
 def measure_ms(kernel, griddim, blockdim, args, *, dynshared=0) -> float:
-    """The kernel alone on this GPU, launches queued (:func:`course.bench.time_queued`), in ms."""
+    """The kernel alone on this GPU, launches queued (:func:`course.measure.bench.time_queued`), in ms."""
     import statistics
 
     from course.measure import bench

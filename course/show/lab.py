@@ -40,10 +40,12 @@ def _shown(x) -> str:
 
 
 def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts", *,
-            tolerance: float = 0) -> str:
+            tolerance: float = 0, relative: float = 0) -> str:
     """The one-line answer to a prediction (see :func:`predict`)."""
     if tolerance:
         question = f"{question} (within ±{tolerance:g})"
+    if relative:
+        question = f"{question} (within ±{relative:.0%})"
     if yours is None:
         return (f"{question}: write your prediction (a number) in the cell and run it again; "
                 f"the answer stays hidden until then.")
@@ -53,21 +55,21 @@ def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts
                 f"my_prediction = 12, no quotes) and run the cell again; the answer stays hidden until then.")
     if real is None:
         raise TypeError(f"verdict: the answer to {question!r} is {actual!r}, not a number")
-    if abs(mine - real) <= tolerance + 1e-9 * max(1.0, abs(real)):
+    if abs(mine - real) <= tolerance + relative * abs(real) + 1e-9 * max(1.0, abs(real)):
         return f"right: {question} = {_shown(actual)}. {why}"
     return f"not quite: you said {_shown(yours)}, {by} {_shown(actual)}. {why}"
 
 
 def predict(question: str, yours, actual, why: str, by: str = "the tracer counts", *,
-            tolerance: float = 0) -> None:
+            tolerance: float = 0, relative: float = 0) -> None:
     """Print whether ``yours`` matches ``actual``, with ``why``: one line, printed once.
 
     A count is judged exactly (``tolerance=0``, the default).  A real number is judged within
-    ``tolerance`` (absolute), which the question states: the call site picks one tight enough that the
-    common wrong answer fails.  A text, or anything that is not a number, is refused with what to write.
+    ``tolerance`` (absolute) or ``relative`` (a share of the answer, for times), which the question states: the
+    call site picks one tight enough that the common wrong answer fails.  A text, or anything that is not a number, is refused with what to write.
     ``by`` names who answered in a wrong verdict ("the tracer counts", "the calculator gives" ...).
     """
-    print(verdict(question, yours, actual, why, by, tolerance=tolerance))
+    print(verdict(question, yours, actual, why, by, tolerance=tolerance, relative=relative))
 
 
 def choose(question: str, yours, actual: str, options: Sequence[str], why: str, by: str = "the course sees") -> None:
@@ -206,14 +208,54 @@ def _gpu_row(name, kernel, launch: Launch):
                                                     atol=launch.rtol * float(np.abs(launch.expected).max() or 1))))
             raise bench.BenchError(f"{name}: {bad} of {got.size} elements differ from the NumPy reference. "
                                    "Fix the kernel before timing it.")
-    # the kernel alone is timed (an accumulator keeps adding: the work per launch is the same)
-    ms = statistics.median(bench.time_ms(launch_once, reps=10, warmup=2))
+    # the kernel alone: launches queued behind a sleeping kernel, so numba's ~20-50 µs of host time per launch
+    # is not inside (an accumulator keeps adding: the work per launch is the same); the host's time apart
+    ms = statistics.median(bench.time_queued(launch_once, reps=10))
+    host = bench.host_ms(launch_once, calls=10)
     rate = None
     if launch.bytes_moved:
         rate = f"{launch.bytes_moved / ms / 1e6:.0f} GB/s"
     elif launch.flops:
         rate = f"{launch.flops / ms / 1e9:.2f} TFLOP/s"
-    return ms, rate
+    return ms, rate, host
+
+
+def predicted(kernel, launch: Launch) -> Optional[object]:
+    """:func:`course.explain` of one launch (on copies of its arrays), or None when it cannot say (the reason is
+    printed): the time the H200 would take and the ceiling that binds."""
+    from course.measure import explain
+
+    arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in launch.arrays]
+    try:
+        return explain.explain(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays),
+                               measure=False, budget_s=PREDICT_BUDGET_S)
+    except Exception as e:  # a kernel the engine refuses says so where it is traced; here only why no prediction
+        print(f"no prediction for this kernel: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        return None
+
+
+PREDICT_BUDGET_S = 1.5  # tracing time per kernel in a "your kernels" table (the compiler runs beside it)
+PREDICT_MAX_ELEMENTS = 1 << 25  # a CPU predicts at the chapter's size up to this many elements, else at a smaller one
+
+
+def predict_size(size):
+    """The size a CPU predicts at: ``size`` itself, or halved (each dimension) until it has at most
+    :data:`PREDICT_MAX_ELEMENTS` elements, so that the arrays fit a laptop's memory."""
+    if isinstance(size, (tuple, list)):
+        dims = list(size)
+        while int(np.prod(dims)) > PREDICT_MAX_ELEMENTS:
+            dims = [max(1, d // 2) for d in dims]
+        return type(size)(dims)
+    n = int(size)
+    while n > PREDICT_MAX_ELEMENTS:
+        n //= 2
+    return n
+
+
+def _pred_text(e) -> str:
+    if e is None:
+        return "—"
+    return f"{e.ms * 1e3:.1f} µs, {e.limiter}"
 
 
 def _recorded(records, variant):
@@ -249,12 +291,19 @@ def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, reco
         here = cuda.get_current_device().name
         here = here.decode() if isinstance(here, bytes) else here
         for label, kernel in kernels.items():
-            ms, rate = _gpu_row(label, kernel, setup(label, kernel, size, rng))
-            rows.append([label, f"{ms:.3f} ms" + (f", {rate}" if rate else ""),
-                         _recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
-        columns = ["kernel", f"yours, now ({here}, {_size(size)})", f"recorded ({_size(size)})"]
-        note = "checked against NumPy, then timed (median of 10). Recorded: " + (
-            measurements.provenance(records) if records else measurements.NOT_MEASURED)
+            launch = setup(label, kernel, size, rng)
+            ms, rate, host = _gpu_row(label, kernel, launch)
+            e = predicted(kernel, launch)
+            rows.append([label, f"{ms:.3f} ms" + (f", {rate}" if rate else ""), f"{host * 1e3:.0f} µs",
+                         _pred_text(e), _recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
+        columns = ["kernel", f"yours, kernel alone ({here}, {_size(size)})", "host time per launch",
+                   "predicted (H200)", f"recorded ({_size(size)})"]
+        from course.measure import explain
+
+        note = ("checked against NumPy, then timed: launches queued behind a sleeping kernel, so the kernel alone "
+                "(median of 10); the host's time to issue one launch (numba's launch overhead) apart. Predicted by "
+                f"course.explain ({explain.stated_error()}). Recorded: " + (
+                    measurements.provenance(records) if records else measurements.NOT_MEASURED))
     else:
         from course.trace import trace
 
@@ -270,11 +319,18 @@ def yours_vs_recorded(kernels: dict, setup: Callable, *, size, traced_size, reco
             found.append((label, _matches(arrays[launch.out], launch),
                           counts(report) if counts else per_request(report.totals())))
         keys = list(PER_REQUEST) if counts is None else list(dict.fromkeys(k for *_, per in found for k in per))
+        at = predict_size(size)
+        preds = {label: (predicted(kernel, setup(label, kernel, at, rng)) if ok else None)
+                 for (label, ok, _), kernel in zip(found, kernels.values())}
         for label, ok, per in found:
             rows.append([label, "yes" if ok else "NO"] + [display.fmt(per.get(k), ".2f") for k in keys]
-                        + [_recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
-        columns = ["kernel", "correct"] + keys + [f"recorded H200 ({_size(size)})"]
-        note = ("No GPU here: the tracer's counts of your kernels, beside the recorded H200 run (CPU time "
+                        + [_pred_text(preds[label]),
+                           _recorded(records, names.get(label, label)) or measurements.NOT_MEASURED])
+        columns = ["kernel", "correct"] + keys + [f"predicted H200 ({_size(at)})", f"recorded H200 ({_size(size)})"]
+        from course.measure import explain
+
+        note = ("No GPU here: the tracer's counts of your kernels; the H200 time course.explain predicts from them "
+                f"(a prediction, not a measurement: {explain.stated_error()}); and the recorded H200 run (CPU time "
                 "says nothing about a GPU). Recorded: " + (measurements.provenance(records) if records
                                                            else measurements.NOT_MEASURED))
         title = title or f"Yours, now: the tracer's counts on {_size(traced_size)}"

@@ -5,11 +5,11 @@
 
 Per case, in this process (no profiler attached):
 
-- ``ms``: the kernel alone, launches queued behind a sleeping kernel (:func:`course.bench.time_queued`), so
+- ``ms``: the kernel alone, launches queued behind a sleeping kernel (:func:`course.measure.bench.time_queued`), so
   the host's per-launch issue time is not inside;
 - ``one_launch_ms``: one launch between two events, the way a notebook that times one call sees it (host
   issue time inside when the kernel is shorter than it);
-- ``host_issue_ms``: the host's time to issue one launch (:func:`course.bench.host_ms`): numba's launch overhead.
+- ``host_issue_ms``: the host's time to issue one launch (:func:`course.measure.bench.host_ms`): numba's launch overhead.
 
 Then one child process under ``ncu --clock-control none`` launches every case once (same seeds) and
 Nsight Compute's counters are joined to the cases in launch order (the kernel name is checked): kernel

@@ -1,5 +1,6 @@
-"""Chapter 01: the programming model — a guarded vector add (the course's worked example), SAXPY, a reversal,
-and 2-D indexing (a vector added to every row of a matrix)."""
+"""Chapter 01: the programming model — a guarded vector add (the course's worked example), SAXPY on a 2-D grid of
+1-D blocks, a reversal, a 2-D array on a 1-D grid (a vector added to every row), and pair sums (a grid sized for
+the output)."""
 
 from __future__ import annotations
 
@@ -53,41 +54,53 @@ register(Exercise(
     reference=reference("basics", "vector_add", "KERNELS"),
 ))
 
-# 01 -- saxpy ---------------------------------------------------------------------------------------
+# 01 -- saxpy on a 2-D grid of 1-D blocks: the global index when the blocks are numbered in two dimensions
 
 SAXPY_TPB = 128
+SAXPY_GRID_X = 4  # blocks per row of the grid, whatever n is
+
+
+def _saxpy_grid(n):
+    blocks = ceil_div(n, SAXPY_TPB)
+    return (SAXPY_GRID_X, ceil_div(blocks, SAXPY_GRID_X))
 
 
 def _saxpy_input(rng, n, why):
     alpha = np.float32(rng.choice([0.5, -2.0, 0.25, 3.0]))  # exact in float32 on small integers
     x, y = f32(rng, n), f32(rng, n)
     out = np.full(n, np.nan, np.float32)
-    return Input(f"n={n} ({why})", (ceil_div(n, SAXPY_TPB),), (SAXPY_TPB,), (alpha, x, y, out),
+    return Input(f"n={n} ({why})", _saxpy_grid(n), (SAXPY_TPB,), (alpha, x, y, out),
                  {3: (alpha * x + y).astype(np.float32)}, ("alpha", "x", "y", "out"))
 
 
 def _saxpy_inputs(rng):
+    row = SAXPY_GRID_X * SAXPY_TPB
     return [
         _saxpy_input(rng, 1, "one element"),
-        _saxpy_input(rng, 127, "prime, less than one block"),
         _saxpy_input(rng, 129, "one block and one element"),
-        _saxpy_input(rng, random_size(rng, 300, 700), "random"),
+        _saxpy_input(rng, row + 1, "one row of blocks and one element"),
+        _saxpy_input(rng, random_size(rng, 3 * row + 1, 6 * row), "random, several rows of blocks"),
     ]
 
 
 register(Exercise(
     name="01.saxpy",
-    title="SAXPY: out = alpha * x + y",
+    title="SAXPY on a 2-D grid of 1-D blocks",
     signature="saxpy(alpha, x, y, out)",
     task=("Write `saxpy(alpha, x, y, out)`: out[i] = alpha * x[i] + y[i] for every i < x.shape[0] (the BLAS "
-          f"routine SAXPY). One thread per element, threads_per_block = {SAXPY_TPB}, blocks_per_grid = "
-          f"ceil(n / {SAXPY_TPB}). There is no n argument this time: the array knows its own length."),
+          f"routine SAXPY), one thread per element. The blocks are 1-D (threads_per_block = {SAXPY_TPB}) but the "
+          f"grid is 2-D: blocks_per_grid = ({SAXPY_GRID_X}, ceil(ceil(n / {SAXPY_TPB}) / {SAXPY_GRID_X})), "
+          "as a library launches when it fixes gridDim.x. Number the blocks row by row (blockIdx.y, then "
+          "blockIdx.x), give each thread its element from that number, and let the threads of the last blocks "
+          "that have no element do nothing. cuda.grid(1) knows only blockIdx.x."),
     make_inputs=_saxpy_inputs,
-    make_trace_input=lambda rng: _saxpy_input(rng, 1024, "8 full blocks"),
+    make_trace_input=lambda rng: _saxpy_input(rng, 2048, "16 full blocks, 4 rows of blocks"),
     properties=(coalesced("load"), coalesced("store")),
-    hint_wrong="Each thread handles the element of its own global index; alpha multiplies x only.",
-    hint_oob="The last block has threads past the end of the arrays: compare the index with x.shape[0].",
-    stub_hint="global index from the block and thread; do nothing past x.shape[0]",
+    hint_wrong=("Elements past the first row of blocks never written? Then blocks with blockIdx.y > 0 work on "
+                "the same elements as the first row: a block's number counts the whole rows of blocks before "
+                "it (gridDim.x blocks each), then blockIdx.x. alpha multiplies x only."),
+    hint_oob="The last blocks have threads past the end of the arrays: compare the index with x.shape[0].",
+    stub_hint="number the block from blockIdx.y, gridDim.x and blockIdx.x; then the thread's index; guard it",
 ))
 
 
@@ -128,23 +141,23 @@ register(Exercise(
 ))
 
 
-# 01 -- matrix_add (variation: a vector added to every row) -------------------------------------------
+# 01 -- matrix_add on a 1-D grid (variation: one flat index split into a row and a column)
 
-MAT_BLOCK = (32, 8)
+MAT_TPB = 128
 
 
 def _mat_input(rng, rows, cols, why):
     a, b = f32(rng, (rows, cols)), f32(rng, cols)
     out = np.full((rows, cols), np.nan, np.float32)
-    grid = (ceil_div(cols, MAT_BLOCK[0]), ceil_div(rows, MAT_BLOCK[1]))
-    return Input(f"{rows}x{cols} ({why})", grid, MAT_BLOCK, (a, b, out), {2: a + b[None, :]}, ("a", "b", "out"))
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(rows * cols, MAT_TPB),), (MAT_TPB,), (a, b, out),
+                 {2: a + b[None, :]}, ("a", "b", "out"))
 
 
 def _mat_inputs(rng):
     return [
         _mat_input(rng, 1, 1, "one element"),
         _mat_input(rng, 17, 16, "more rows than columns"),
-        _mat_input(rng, 1, 33, "one row, just past one block"),
+        _mat_input(rng, 1, 33, "one row"),
         _mat_input(rng, 13, 47, "primes"),
         _mat_input(rng, random_size(rng, 9, 40), random_size(rng, 20, 70), "random"),
     ]
@@ -152,20 +165,69 @@ def _mat_inputs(rng):
 
 register(Exercise(
     name="01.matrix_add",
-    title="2-D indexing: add a vector to every row",
+    title="A 2-D array on a 1-D grid: add a vector to every row",
     signature="matrix_add(a, b, out)",
     task=("Write `matrix_add(a, b, out)`: out[r, c] = a[r, c] + b[c] for a row-major float32 matrix a of shape "
-          "(rows, cols) and a vector b of length cols (NumPy's broadcasting: out = a + b). One thread per element, "
-          f"threads_per_block = {MAT_BLOCK} and blocks_per_grid = (ceil(cols / {MAT_BLOCK[0]}), "
-          f"ceil(rows / {MAT_BLOCK[1]})). Let x run along a row (x is the column), so that the 32 lanes of a warp "
-          "touch neighbouring elements of a, b and out."),
+          "(rows, cols) and a vector b of length cols (NumPy's broadcasting: out = a + b). The grid is 1-D this "
+          f"time, one thread per element: threads_per_block = {MAT_TPB}, blocks_per_grid = ceil(rows * cols / "
+          f"{MAT_TPB}). Split the thread's flat index into the row and the column of its element, in the order "
+          "the matrix lies in memory, so that the 32 lanes of a warp touch neighbouring elements of a and out "
+          "(合并访存)."),
     make_inputs=_mat_inputs,
-    make_trace_input=lambda rng: _mat_input(rng, 16, 64, "full blocks"),
-    properties=(coalesced("load"), coalesced("store")),
-    hint_wrong=("Your kernel is right on some shapes and not on others. Check that x gives the column and y "
-                "the row, that b is indexed by the column, and that each guard compares an index with the size "
-                "along the same axis (out.shape[0] is the number of rows)."),
-    hint_oob=("Some threads fall outside the matrix when rows or cols do not fill a block. Compare the row "
-              "with the number of rows and the column with the number of columns."),
-    stub_hint="find this thread's row and column with cuda.grid(2) (x first) and guard both",
+    make_trace_input=lambda rng: _mat_input(rng, 16, 64, "8 full blocks"),
+    properties=(
+        coalesced("load", hint="Consecutive lanes have consecutive flat indices. In a row-major matrix, which of "
+                               "the row and the column changes from one element to the next in memory?"),
+        coalesced("store"),
+    ),
+    hint_wrong=("Row-major: element (r, c) is number r * cols + c, so the row is the flat index divided by the "
+                "number of columns and the column what remains. b is indexed by the column."),
+    hint_oob=("The grid has more threads than elements when rows * cols is not a multiple of the block: guard "
+              "the flat index against the number of elements before splitting it."),
+    stub_hint="flat index from cuda.grid(1); guard it against rows * cols; row and column from it",
+))
+
+
+# 01 -- pair sums: two input elements per thread, half as many threads as inputs
+
+PS_TPB = 128
+
+
+def _ps_input(rng, n, why):
+    x = f32(rng, n)
+    m = (n + 1) // 2
+    out = np.full(m, np.nan, np.float32)
+    padded = np.zeros(2 * m, np.float32)
+    padded[:n] = x
+    return Input(f"n={n} ({why})", (ceil_div(m, PS_TPB),), (PS_TPB,), (x, out),
+                 {1: padded[0::2] + padded[1::2]}, ("x", "out"))
+
+
+def _ps_inputs(rng):
+    return [
+        _ps_input(rng, 1, "one element: its pair has no second"),
+        _ps_input(rng, 2, "one pair"),
+        _ps_input(rng, 255, "odd, one block's pairs"),
+        _ps_input(rng, 258, "one block's pairs and one more"),
+        _ps_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+register(Exercise(
+    name="01.pair_sums",
+    title="Two elements per thread: pair sums",
+    signature="pair_sums(x, out)",
+    task=("Write `pair_sums(x, out)`: out[j] = x[2j] + x[2j + 1] for every j < out.shape[0] = ceil(n / 2), where "
+          "an element past the end of x counts as 0 (so for odd n the last pair is x[n - 1] alone). One thread "
+          f"per output: threads_per_block = {PS_TPB}, blocks_per_grid = ceil(ceil(n / 2) / {PS_TPB}). The grid "
+          "is sized for out, not for x: each thread's index is a pair, and the guard for its second element is "
+          "not the guard for its first."),
+    make_inputs=_ps_inputs,
+    make_trace_input=lambda rng: _ps_input(rng, 2048, "8 full blocks"),
+    properties=(coalesced("store"),),
+    hint_wrong=("Thread j owns pair j: elements 2j and 2j + 1 of x. For odd n the last thread has a first "
+                "element and no second one: it still writes out[j]."),
+    hint_oob=("The grid covers out, and x is twice as long: guard j against out.shape[0], and the second "
+              "element against x.shape[0] on its own."),
+    stub_hint="j from cuda.grid(1); guard j; add x[2j] and, if it exists, x[2j + 1]",
 ))

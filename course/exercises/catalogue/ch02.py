@@ -176,3 +176,49 @@ register(Exercise(
     hint_oob="Guard the load of a: the last block is only partly filled, and its missing elements count as 0.",
     stub_hint="start from the planted kernel: which lanes of warp 0 read words that other lanes write?",
 ))
+
+
+# 02 -- a branch on the data: leaky ReLU without a divergent warp
+
+LR_TPB = 128
+
+
+def _lr_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.where(x > 0, x, np.float32(0.125) * x).astype(np.float32)  # 0.125: exact on small integers
+    return Input(f"n={n} ({why})", (ceil_div(n, LR_TPB),), (LR_TPB,), (x, out), {1: want}, ("x", "out"))
+
+
+def _lr_inputs(rng):
+    return [
+        _lr_input(rng, 1, "one element"),
+        _lr_input(rng, 33, "one warp and one lane"),
+        _lr_input(rng, 129, "one block and one element"),
+        _lr_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+register(Exercise(
+    name="02.leaky_relu",
+    title="A branch on the data, without a divergent warp",
+    signature="leaky_relu(x, out)",
+    task=("Write `leaky_relu(x, out)`: out[i] = x[i] if x[i] > 0 else 0.125 * x[i], for every i < x.shape[0], one "
+          f"thread per element (threads_per_block = {LR_TPB}, blocks_per_grid = ceil(n / {LR_TPB})). On random data "
+          "the lanes of a warp disagree about the sign, so `if x[i] > 0:` splits every warp (分支分化) and it runs "
+          "both sides one after the other. Compute the same value without a branch that depends on the data: "
+          "max and min of x[i] and 0 give its positive and negative parts. The guard against n is the one "
+          "branch left, and it splits no warp of the traced launch (n a multiple of 32)."),
+    make_inputs=_lr_inputs,
+    make_trace_input=lambda rng: _lr_input(rng, 1024, "8 full blocks"),
+    properties=(
+        no_divergence(hint="Which branch depends on the value each lane loaded? An expression with max() and "
+                           "min() gives the same number with every lane on one path."),
+        coalesced("load"),
+        coalesced("store"),
+    ),
+    hint_wrong=("Positive elements stay as they are, the others are multiplied by 0.125 (zero stays zero): the "
+                "positive part max(v, 0) plus 0.125 times the negative part min(v, 0)."),
+    hint_oob="Threads past the end must do nothing: guard the index against x.shape[0].",
+    stub_hint="no `if` on the value: out = positive part + 0.125 * negative part",
+))

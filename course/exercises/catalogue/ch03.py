@@ -137,3 +137,48 @@ register(Exercise(
     hint_oob="There are 8n floats: threads with k >= 8 * n do nothing.",
     stub_hint="thread k moves float k of p: work out its particle and field",
 ))
+
+
+# 03 -- the way back: a struct of arrays into an array of structs
+
+SA_TPB = 128
+
+
+def _sa_input(rng, n, why):
+    q = f32(rng, (8, n))
+    p = np.full((n, 8), np.nan, np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(8 * n, SA_TPB),), (SA_TPB,), (q, p), {1: q.T.copy()}, ("q", "p"))
+
+
+def _sa_inputs(rng):
+    return [
+        _sa_input(rng, 1, "one particle"),
+        _sa_input(rng, 15, "less than one block's 16 particles"),
+        _sa_input(rng, 33, "two blocks and one particle"),
+        _sa_input(rng, random_size(rng, 40, 120), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.soa_to_aos",
+    title="Coalescing: a struct of arrays back into an array of structs",
+    signature="soa_to_aos(q, p)",
+    task=("Write `soa_to_aos(q, p)`: p[i, f] = q[f, i], the struct of arrays q of shape (8, n) (field f of every "
+          "particle in row f) turned back into an array of structs p of shape (n, 8) (8 floats, 32 bytes, per "
+          f"particle). It is launched with one thread per float: threads_per_block = {SA_TPB}, blocks_per_grid = "
+          f"ceil(8 * n / {SA_TPB}). One thread per particle would make a warp's stores land 32 bytes apart: 32 "
+          "sectors per request. Let a warp write 32 consecutive floats of p (coalesced stores, 合并访存) and keep "
+          "its loads within a few sectors: at most 8 per request."),
+    make_inputs=_sa_inputs,
+    make_trace_input=lambda rng: _sa_input(rng, 256, "16 full blocks"),
+    properties=(
+        coalesced("store", hint="Number the floats of p as they lie in memory, 0 .. 8n-1: if thread k writes float "
+                                "k, a warp writes 128 contiguous bytes. Which particle and field is float k?"),
+        coalesced("load", max_sectors=8, hint="A warp's 32 floats of p belong to 4 particles: it reads 4 "
+                                              "neighbouring floats from each of the 8 rows of q, one sector per row."),
+    ),
+    hint_wrong=("Float k of p is field k % 8 of particle k // 8; it comes from q[field, particle]. p holds 8n "
+                "floats, one per thread of the grid: every k below 8 * n writes one."),
+    hint_oob="There are 8n floats: threads with k >= 8 * n do nothing.",
+    stub_hint="thread k writes float k of p: work out its particle and field",
+))

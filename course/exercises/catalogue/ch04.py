@@ -1,5 +1,5 @@
-"""Chapter 04: shared memory (共享内存) — row sums through a conflict-free tile, a 1-D stencil through a tile
-with a halo, and a histogram privatised in shared memory (judged on global atomics, on skewed data)."""
+"""Chapter 04: shared memory (共享内存) — row sums through a conflict-free tile (padded, then swizzled), a 1-D
+stencil through a tile with a halo, and a histogram privatised in shared memory (judged on global atomics, on skewed data)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from course.exercises.properties import (
     conflict_free,
     global_loads_at_most,
     no_races,
+    shared_bytes_at_most,
     uses_shared,
 )
 from course.exercises.registry import register
@@ -192,4 +193,38 @@ register(Exercise(
                 "histogram starts at zero in every block."),
     hint_oob="Guard the loads of x: the last block reaches past the end.",
     stub_hint="count into a histogram of the block's own first; publish it once at the end",
+))
+
+
+# 04 -- row sums through a swizzled tile: conflict-free without padding
+
+register(Exercise(
+    name="04.row_sums_swizzled",
+    title="Row sums through a swizzled tile: no conflicts, no padding",
+    signature="row_sums_swizzled(a, out)",
+    task=("Write `row_sums_swizzled(a, out)`: the row sums of 04.row_sums (out[r] = a[r, 0] + ... + a[r, 31] for "
+          "a float32 matrix of shape (n, 32)), with the same launch: threads_per_block = (32, 8), one block per 32 "
+          "rows. The 8 warps copy the block's rows into a cuda.shared.array of exactly 32 x 32 floats with "
+          "coalesced loads, wait, and lane tx of one warp adds up row tx of the tile. This time the tile may not "
+          "be padded (4096 bytes of shared memory, no more): store element (r, c) in column c XOR r of row r "
+          "(an XOR swizzle, 异或重排), so that the lanes reading one column each hit a different bank."),
+    make_inputs=_rs_inputs,
+    make_trace_input=lambda rng: _rs_input(rng, 64, "two full tiles"),
+    properties=(
+        coalesced("load"),
+        uses_shared(),
+        conflict_free("load", name="no bank conflicts on the strided tile read (存储体冲突)",
+                      hint="Lane tx reads row tx of the tile, one column at a time. Without padding, word "
+                           "(r, c) is in bank c: all 32 lanes in one bank. Where must the swizzle put element "
+                           "(r, c) so that lanes with different r see different banks for the same c?"),
+        conflict_free("store", name="no bank conflicts on the tile's stores (存储体冲突)"),
+        shared_bytes_at_most(32 * 32 * 4, "no padding: at most 4096 bytes of shared memory per block",
+                             "Padding the tile to 33 columns would work too, and costs 128 bytes per tile: "
+                             "this exercise asks for the swizzle, which costs none."),
+        no_races(),
+    ),
+    hint_wrong=("The swizzle moves elements within a row only: an element must be read back from the swizzled "
+                "column it was stored in, with the row's own r. Rows past the end of a count as 0."),
+    hint_oob="Guard the loads: the last block's rows may run past a.shape[0], and its sums past out.",
+    stub_hint="store each element at its swizzled column; syncthreads; lane tx reads row tx through the same swizzle",
 ))

@@ -1,4 +1,4 @@
-"""Chapter 05: transpose (矩阵转置) — a batch through a padded tile, a swizzled tile with four elements per
+"""Chapter 05: transpose (矩阵转置) — a batch through one padded tile per block, a swizzled tile with four elements per
 thread, and a design of your own on a 1-D grid, judged on performance: on a GPU backend timed with
 course.measure.bench against the device copy (a point per fraction of its bandwidth reached), on the CPU on the
 tracer's properties alone."""
@@ -18,7 +18,7 @@ SW_BLOCK = (32, 8)
 MINE_TPB = 256
 
 
-def _tp_input(rng, rows, cols, why, block=TP_BLOCK, batch=None, flat=False):
+def _tp_input(rng, rows, cols, why, block=TP_BLOCK, batch=None, flat=False, z=True):
     shape = (rows, cols) if batch is None else (batch, rows, cols)
     src = distinct(rng, shape)
     want = np.ascontiguousarray(np.swapaxes(src, -1, -2))
@@ -27,7 +27,7 @@ def _tp_input(rng, rows, cols, why, block=TP_BLOCK, batch=None, flat=False):
     if flat:
         grid = (tiles[0] * tiles[1],)
     else:
-        grid = tiles if batch is None else tiles + (batch,)
+        grid = tiles if batch is None or not z else tiles + (batch,)
     label = f"{rows}x{cols}" if batch is None else f"{batch} x {rows}x{cols}"
     return Input(f"{label} ({why})", grid, block, (src, dst), {1: want}, ("src", "dst"))
 
@@ -43,12 +43,13 @@ def _tp_inputs(rng, **kw):
 
 
 def _batched_inputs(rng):
+    # a 2-D grid for a batch: each block transposes its tile of every matrix in turn (blockIdx.z is not used)
     return [
-        _tp_input(rng, 1, 1, "one element", batch=1),
-        _tp_input(rng, 17, 16, "not square, less than a tile", batch=2),
-        _tp_input(rng, 1, 33, "one row, just past one tile", batch=3),
-        _tp_input(rng, 37, 31, "primes", batch=2),
-        _tp_input(rng, random_size(rng, 33, 50), random_size(rng, 33, 50), "random", batch=2),
+        _tp_input(rng, 1, 1, "one element", batch=1, z=False),
+        _tp_input(rng, 17, 16, "not square, less than a tile", batch=2, z=False),
+        _tp_input(rng, 1, 33, "one row, just past one tile", batch=3, z=False),
+        _tp_input(rng, 37, 31, "primes", batch=2, z=False),
+        _tp_input(rng, random_size(rng, 33, 50), random_size(rng, 33, 50), "random", batch=2, z=False),
     ]
 
 
@@ -63,17 +64,19 @@ TRANSPOSE_PROPS = (
 
 register(Exercise(
     name="05.transpose_padded",
-    title="A batch of transposes through a padded tile",
+    title="A batch of transposes through one padded tile per block",
     signature="transpose_padded(src, dst)",
     task=("Write `transpose_padded(src, dst)`: dst[b] = src[b].T for every matrix b of a batch: src is a float32 "
           "array of shape (batch, rows, cols) and dst of shape (batch, cols, rows). It is launched with "
-          "threads_per_block = (32, 32) and one block per 32x32 tile of one matrix: blocks_per_grid = "
-          "(ceil(cols / 32), ceil(rows / 32), batch), so blockIdx.z picks the matrix. Read the tile with "
-          "coalesced loads into a cuda.shared.array, wait for the whole block, and write it out transposed with "
-          "coalesced stores (合并访存). Reading the tile by columns puts all 32 lanes in one bank; cure it by "
+          "threads_per_block = (32, 32) and a 2-D grid, one block per 32x32 tile position: blocks_per_grid = "
+          "(ceil(cols / 32), ceil(rows / 32)). There is no blockIdx.z: each block handles its tile position in "
+          "every matrix of the batch, one matrix after the other, reusing one cuda.shared.array tile. For each "
+          "matrix, read the tile with coalesced loads, wait for the whole block, write it out transposed with "
+          "coalesced stores (合并访存) — and do not overwrite the tile with the next matrix while some thread "
+          "still reads this one (数据竞争). Reading the tile by columns puts all 32 lanes in one bank; cure it by "
           "padding the tile (填充). Shapes that do not fill a tile must work too."),
     make_inputs=_batched_inputs,
-    make_trace_input=lambda rng: _tp_input(rng, 32, 64, "full tiles, not square", batch=2),
+    make_trace_input=lambda rng: _tp_input(rng, 32, 64, "full tiles, not square", batch=2, z=False),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="The tile is read by columns: lane tx reads row tx. Which bank does each row "
@@ -83,10 +86,10 @@ register(Exercise(
     ),
     hint_wrong=("Think of tile coordinates and global coordinates separately: the block's tile starts at "
                 "row blockIdx.y*32 and column blockIdx.x*32 of src[b], but at row blockIdx.x*32 and column "
-                "blockIdx.y*32 of dst[b]. Shapes that are not square show a mix-up of rows and columns, and "
-                "a batch of 2 or 3 shows a matrix index that does not follow blockIdx.z."),
+                "blockIdx.y*32 of dst[b]. Every matrix of the batch goes through the same tile: a batch of 2 or "
+                "3 shows a loop that stops after the first matrix, or a tile overwritten before it was read."),
     hint_oob="Guard every global load and store: the last tiles are only partly inside src and dst.",
-    stub_hint="blockIdx.z picks the matrix; stage a padded shared tile: coalesced in, syncthreads, coalesced out",
+    stub_hint="loop over the batch; per matrix: padded tile in, syncthreads, transposed out, and wait again",
 ))
 
 register(Exercise(

@@ -1,64 +1,73 @@
-"""Chapter 06: a grid sized for the GPU, not the data — a grid-stride clamp, a sum that adds in registers and
-publishes once per thread (judged on atomics), and a 2-D stencil whose halo is loaded once."""
+"""Chapter 06: a grid sized for the GPU, not the data — a 2-D grid-stride clamp, a sum that adds in registers and
+publishes once per thread (judged on atomics), a 2-D stencil whose halo is loaded once, a maximum with one atomic
+per warp, four independent loads per thread (latency hiding by more bytes in flight), and a dot product with one
+atomic per block."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from course.exercises.contract import HINT_ALL_WRONG, Exercise, Input
+from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size, trace_size
-from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races, uses_shared
+from course.exercises.properties import (
+    atomics_at_most,
+    coalesced,
+    global_loads_at_most,
+    no_races,
+    shared_bytes_at_most,
+    uses_shared,
+)
 from course.exercises.registry import register
 
-# 06 -- grid-stride loop: clamp
+# 06 -- a 2-D grid-stride loop: clamp a matrix with a grid of the size you chose
 
-GS_TPB = 128
-GS_BLOCKS = 2
+GS_BLOCK = (32, 4)
+GS_GRID = (2, 2)  # 64 x 8 threads, whatever the matrix
 GS_LO, GS_HI = -10.0, 20.0
 
 
-def _gs_input(rng, n, why):
-    x = f32(rng, n)
-    out = np.full(n, np.nan, np.float32)
-    return Input(f"n={n} ({why})", (GS_BLOCKS,), (GS_TPB,), (x, out, GS_LO, GS_HI),
+def _gs_input(rng, rows, cols, why):
+    x = f32(rng, (rows, cols))
+    out = np.full((rows, cols), np.nan, np.float32)
+    return Input(f"{rows}x{cols} ({why})", GS_GRID, GS_BLOCK, (x, out, GS_LO, GS_HI),
                  {1: np.clip(x, GS_LO, GS_HI).astype(np.float32)}, ("x", "out", "lo", "hi"))
 
 
 def _gs_inputs(rng):
-    grid = GS_BLOCKS * GS_TPB
     return [
-        _gs_input(rng, 1, "one element"),
-        _gs_input(rng, 131, "prime, fewer elements than threads"),
-        _gs_input(rng, grid, "exactly one element per thread"),
-        _gs_input(rng, grid + 1, "one element more than threads"),
-        _gs_input(rng, 3 * grid + 7, "three passes and 7 elements"),
-        _gs_input(rng, random_size(rng, 600, 1500), "random"),
+        _gs_input(rng, 1, 1, "one element"),
+        _gs_input(rng, 17, 16, "more rows than columns, less than the grid's columns"),
+        _gs_input(rng, 1, 65, "one row, one column past the grid"),
+        _gs_input(rng, 8, 64, "exactly one element per thread"),
+        _gs_input(rng, 9, 64, "one row past the grid"),
+        _gs_input(rng, random_size(rng, 17, 40), random_size(rng, 130, 200), "random, several passes each way"),
     ]
 
 
 register(Exercise(
     name="06.clamp_grid_stride",
-    title="A grid-stride loop: any n, a grid of the size you chose",
+    title="A 2-D grid-stride loop: any matrix, a grid of the size you chose",
     signature="clamp_grid_stride(x, out, lo, hi)",
-    task=("Write `clamp_grid_stride(x, out, lo, hi)`: out[i] = min(max(x[i], lo), hi) for every i < x.shape[0]. "
-          "The grid is sized for the GPU, not for the data (chapter 06: enough resident warps to hide latency, "
-          f"then stop): it is launched with threads_per_block = {GS_TPB} and blocks_per_grid = {GS_BLOCKS} "
-          "whatever n is, so one thread must handle several elements when n is larger than the grid. Keep each "
-          "pass of the grid coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 neighbouring "
-          "elements."),
+    task=("Write `clamp_grid_stride(x, out, lo, hi)`: out[r, c] = min(max(x[r, c], lo), hi) for every element "
+          "of the float32 matrix x. The grid is sized for the GPU, not for the data (chapter 06: enough resident "
+          f"warps to hide latency, then stop): it is launched with threads_per_block = {GS_BLOCK} and "
+          f"blocks_per_grid = {GS_GRID} whatever the shape, x along a row, so one thread must handle several "
+          "elements in both directions: a grid-stride loop over the rows and, inside it, over the columns. Keep "
+          "each pass coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 neighbouring elements of "
+          "a row."),
     make_inputs=_gs_inputs,
-    make_trace_input=lambda rng: _gs_input(rng, 4 * GS_BLOCKS * GS_TPB, "four passes of the grid"),
+    make_trace_input=lambda rng: _gs_input(rng, 16, 256, "two passes down, four across"),
     properties=(
-        coalesced("load", hint="In every step, neighbouring lanes must touch neighbouring elements: how far "
-                               "should a thread jump between two of its elements so that this stays true?"),
+        coalesced("load", hint="In every step, neighbouring lanes (threadIdx.x) must touch neighbouring elements "
+                               "of one row: which index should x give, and how far should a thread jump along "
+                               "the row so that this stays true?"),
         coalesced("store"),
     ),
-    hint_all_wrong=HINT_ALL_WRONG,
-    hint_wrong=("Elements past the first blocks_per_grid * threads_per_block were never written: after its first "
-                "element, a thread must go on to the next one that no other thread handles, until it passes "
-                "the end of the array."),
-    hint_oob="The loop must stop before x.shape[0]: test the index before every access, not only the first.",
-    stub_hint="start at this thread's global index; jump so that no two threads ever take the same element",
+    hint_wrong=("Elements past the grid's 64 columns or 8 rows never written? After its first element, a thread "
+                "must go on to the next one no other thread handles, along the row (by the grid's width in "
+                "threads) and down the columns (by its height), until it passes the end in each direction."),
+    hint_oob="Each loop must stop before its own axis ends: rows before x.shape[0], columns before x.shape[1].",
+    stub_hint="cuda.grid(2) and cuda.gridsize(2), x first; loop over rows by the grid's height, columns by its width",
 ))
 
 
@@ -172,4 +181,164 @@ register(Exercise(
                 "halo slots outside the matrix must hold 0 before anyone reads them."),
     hint_oob="Guard every load of a (the halo reaches one past every edge) and the store of out.",
     stub_hint="a 10x34 shared tile: the block's 8x32 elements, then its halo rows and columns; syncthreads; 5 reads",
+))
+
+
+# 06 -- a maximum on a fixed grid: registers, then the warp, then one atomic per warp
+
+MX_TPB = 128
+MX_BLOCKS = 2
+MX_WARPS = MX_BLOCKS * MX_TPB // 32
+
+
+def _mx_input(rng, n, why, negative=False):
+    x = f32(rng, n)
+    if negative:
+        x = -np.abs(x) - 1  # every element below zero: a running maximum that starts at 0 is wrong
+    out = np.full(1, -np.inf, np.float32)
+    return Input(f"n={n} ({why})", (MX_BLOCKS,), (MX_TPB,), (x, out), {1: np.array([x.max()], np.float32)},
+                 ("x", "out"))
+
+
+def _mx_inputs(rng):
+    grid = MX_BLOCKS * MX_TPB
+    return [
+        _mx_input(rng, 1, "one element"),
+        _mx_input(rng, 33, "one warp and one lane"),
+        _mx_input(rng, grid + 1, "one element more than threads"),
+        _mx_input(rng, random_size(rng, 700, 1500), "all negative", negative=True),
+        _mx_input(rng, random_size(rng, 1500, 3000), "random"),
+    ]
+
+
+register(Exercise(
+    name="06.max_grid_stride",
+    title="A maximum on a fixed grid: registers, a warp, one atomic per warp",
+    signature="max_grid_stride(x, out)",
+    task=("Write `max_grid_stride(x, out)`: out[0] = the largest element of the float32 vector x (out starts at "
+          f"-inf). It is launched with threads_per_block = {MX_TPB} and blocks_per_grid = {MX_BLOCKS}, whatever n "
+          "is. Each thread walks x with a coalesced grid-stride loop (合并访存) keeping its running maximum in a "
+          "register; then the 32 lanes of each warp combine theirs with register shuffles (cuda.shfl_down_sync or "
+          "cuda.shfl_xor_sync, 洗牌), and lane 0 publishes the warp's maximum with cuda.atomic.max: at most one "
+          f"atomic per warp ({MX_WARPS} in all), where one per element would queue n atomics on one address."),
+    make_inputs=_mx_inputs,
+    make_trace_input=lambda rng: _mx_input(rng, 16 * MX_BLOCKS * MX_TPB, "16 passes of the grid"),
+    properties=(
+        coalesced("load"),
+        atomics_at_most("global", MX_WARPS, "one per warp",
+                        "The lanes of a warp can compare their values in registers (shuffles) before anyone "
+                        "touches memory: how many of the warp's lanes then need to publish?"),
+    ),
+    hint_wrong=("Every element must be compared once, and a thread with no element must not win: start its "
+                "running maximum at -inf (or at its first element), not at 0 — x may be all negative. Every lane "
+                "of the warp must take part in each shuffle, with a full mask."),
+    hint_oob="The loop must stop before x.shape[0]: test the index before every access.",
+    stub_hint="grid-stride loop into a register maximum; five shuffles per warp; lane 0: cuda.atomic.max",
+))
+
+
+# 06 -- latency hiding by independent loads: four elements per thread, all loaded before any is stored
+
+CO_TPB = 128
+CO_PER_THREAD = 4
+CO_PER_BLOCK = CO_TPB * CO_PER_THREAD
+
+
+def _co_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    factor = np.float32(rng.choice([0.5, -2.0, 3.0]))
+    return Input(f"n={n} ({why})", (ceil_div(n, CO_PER_BLOCK),), (CO_TPB,), (x, out, factor),
+                 {1: (x * factor).astype(np.float32)}, ("x", "out", "factor"))
+
+
+def _co_inputs(rng):
+    return [
+        _co_input(rng, 1, "one element"),
+        _co_input(rng, 129, "one block's first pass and one element"),
+        _co_input(rng, CO_PER_BLOCK - 1, "one element short of a block's four passes"),
+        _co_input(rng, CO_PER_BLOCK + 3, "one block and 3 elements"),
+        _co_input(rng, random_size(rng, 1100, 2500), "random"),
+    ]
+
+
+register(Exercise(
+    name="06.scale_coarsened",
+    title="Latency hiding with independent loads: four elements per thread",
+    signature="scale_coarsened(x, out, factor)",
+    task=("Write `scale_coarsened(x, out, factor)`: out[i] = factor * x[i] for every i < x.shape[0]. Each "
+          f"thread handles {CO_PER_THREAD} elements (thread coarsening, 线程粗化): it is launched with "
+          f"threads_per_block = {CO_TPB} and blocks_per_grid = ceil(n / {CO_PER_BLOCK}), block b owning elements "
+          f"{CO_PER_BLOCK}·b … {CO_PER_BLOCK}·b + {CO_PER_BLOCK - 1}. Little's law (chapter 06): with fewer warps "
+          "in flight, each must keep more bytes in flight, so let every thread issue its four independent loads "
+          "before it uses any of them. Keep each of the four passes coalesced (合并访存): in one load, the 32 "
+          "lanes of a warp read 32 neighbouring elements."),
+    make_inputs=_co_inputs,
+    make_trace_input=lambda rng: _co_input(rng, 4 * CO_PER_BLOCK, "four full blocks"),
+    properties=(
+        coalesced("load", hint="Which elements do the 32 lanes of a warp read in one of the four loads? If "
+                               "thread t takes four neighbouring elements, lanes are 16 bytes apart: let the "
+                               "block's threads take consecutive elements in each pass, 128 apart between passes."),
+        coalesced("store"),
+    ),
+    hint_wrong=("Every element of the block's 512 once: the four elements of thread t are 128 apart, starting "
+                "at the block's first element plus t. Elements past the end of x must be neither read nor "
+                "written, but the other elements of the same thread still must."),
+    hint_oob="Guard each of the four elements on its own: the last block is only partly filled.",
+    stub_hint="block start + t + 128 * k for k = 0..3: four guarded loads into registers, then four stores",
+))
+
+
+# 06 -- a dot product on a fixed grid: registers, warp sums in shared memory, one atomic per block
+
+DG_TPB = 256
+DG_BLOCKS = 2
+
+
+def _dg_input(rng, n, why):
+    x, y = f32(rng, n), f32(rng, n)
+    out = np.zeros(1, np.float32)
+    return Input(f"n={n} ({why})", (DG_BLOCKS,), (DG_TPB,), (x, y, out),
+                 {2: np.array([(x.astype(np.float64) * y).sum()], np.float32)}, ("x", "y", "out"))
+
+
+def _dg_inputs(rng):
+    grid = DG_BLOCKS * DG_TPB
+    return [
+        _dg_input(rng, 1, "one element"),
+        _dg_input(rng, 33, "one warp and one lane"),
+        _dg_input(rng, grid + 1, "one element more than threads"),
+        _dg_input(rng, random_size(rng, 1500, 3000), "random"),
+    ]
+
+
+register(Exercise(
+    name="06.dot_grid_stride",
+    title="A dot product on a fixed grid: one atomic per block",
+    signature="dot_grid_stride(x, y, out)",
+    task=("Write `dot_grid_stride(x, y, out)`: out[0] = Σ x[i]·y[i] over the float32 vectors x and y (out starts "
+          f"at 0). It is launched with threads_per_block = {DG_TPB} and blocks_per_grid = {DG_BLOCKS}, whatever n "
+          "is: few blocks, so each thread walks the vectors with a coalesced grid-stride loop (合并访存) and adds "
+          "its products in a register. Then reduce the block: each warp adds its 32 sums with shuffles, lane 0 "
+          "of each warp puts the warp's sum in a shared array of at most 32 floats, and after one barrier the "
+          "first warp adds those and its lane 0 publishes the block's sum with one cuda.atomic.add: one atomic "
+          f"per block ({DG_BLOCKS} in all)."),
+    make_inputs=_dg_inputs,
+    make_trace_input=lambda rng: _dg_input(rng, 8 * DG_BLOCKS * DG_TPB, "8 passes of the grid"),
+    properties=(
+        coalesced("load"),
+        atomics_at_most("global", DG_BLOCKS, "one per block",
+                        "After the shuffles every warp has one sum; the block's 8 warps can meet in shared "
+                        "memory so that a single thread of the block publishes."),
+        shared_bytes_at_most(32 * 4, "partial sums in registers: at most 32 floats of shared memory",
+                             "The products are added in registers and by shuffles: only the 8 warp sums need "
+                             "shared memory."),
+        no_races(),
+    ),
+    hint_wrong=("Every product once: step by the whole grid, stop at x.shape[0]. After the barrier, only the "
+                "first 8 slots of the shared array hold warp sums: the first warp's other lanes must add 0, and "
+                "every lane of a warp must take part in each shuffle."),
+    hint_oob="The loop must stop before x.shape[0]: test the index before every access.",
+    stub_hint="grid-stride products into a register; shuffles per warp; 8 shared slots; warp 0; one atomic",
+    atol=1e-3,
 ))

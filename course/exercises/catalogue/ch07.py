@@ -1,5 +1,5 @@
-"""Chapter 07: reductions (归约) — a conflict-free tree in shared memory, a block reduction with warp shuffles,
-and an inclusive scan inside each block (前缀和)."""
+"""Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
+block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), and each block's minimum and maximum in one fused tree."""
 
 from __future__ import annotations
 
@@ -17,61 +17,62 @@ from course.exercises.properties import (
     shared_bytes_at_most,
     uses_shared,
 )
-from course.exercises.registry import reference, register
+from course.exercises.registry import register
 
-RED_TPB = 256  # course.kernels.reduction.TREE_THREADS
-RED_PER_BLOCK = 4 * RED_TPB
+RED_TPB = 256  # one block per row
 
 
-def _red_input(rng, n, why):
-    a = f32(rng, n)
-    out = np.zeros(1, np.float32)  # the blocks add their partial sums into out[0]
-    want = np.array([a.astype(np.float64).sum()], np.float32)  # small integers: every sum is exact
-    return Input(f"n={n} ({why})", (ceil_div(n, RED_PER_BLOCK),), (RED_TPB,), (a, out), {1: want}, ("a", "out"))
+def _red_input(rng, rows, cols, why):
+    a = f32(rng, (rows, cols))
+    out = np.full(rows, np.nan, np.float32)
+    want = a.astype(np.float64).sum(axis=1).astype(np.float32)  # small integers: every sum is exact
+    return Input(f"{rows}x{cols} ({why})", (rows,), (RED_TPB,), (a, out), {1: want}, ("a", "out"))
 
 
 def _red_inputs(rng):
     return [
-        _red_input(rng, 1, "one element"),
-        _red_input(rng, 7, "prime, less than one thread's four"),
-        _red_input(rng, 1023, "one element short of one block"),
-        _red_input(rng, RED_PER_BLOCK + 3, "one block and 3 elements"),
-        _red_input(rng, random_size(rng, 2100, 3500), "random"),
+        _red_input(rng, 1, 1, "one element"),
+        _red_input(rng, 17, 16, "rows shorter than a warp"),
+        _red_input(rng, 1, 33, "one row, one warp and one element"),
+        _red_input(rng, 3, 1025, "rows one element longer than four passes of the block"),
+        _red_input(rng, random_size(rng, 2, 6), random_size(rng, 300, 1500), "random"),
     ]
 
 
 register(Exercise(
     name="07.tree_sum",
-    title="A reduction tree without bank conflicts",
+    title="Row sums: one block per row, a tree without bank conflicts, a warp to finish",
     signature="tree_sum(a, out)",
-    task=("Write `tree_sum(a, out)`: add all of the float32 vector a into out[0] (out starts at zero). It is "
-          f"launched with threads_per_block = {RED_TPB} and blocks_per_grid = ceil(n / {RED_PER_BLOCK}): each "
-          "thread first adds up to 4 elements of its block's part (any split that counts every element once), "
-          "puts its value in a cuda.shared.array of 256 floats, and the block adds those up as a tree in shared "
-          "memory (归约树); thread 0 then adds the block's sum into out[0] with cuda.atomic.add. Arrange the tree "
-          "so that the shared-memory reads of each step are free of bank conflicts (存储体冲突) and no thread "
-          "reads a value before its writer has finished."),
+    task=("Write `tree_sum(a, out)`: out[r] = a[r, 0] + ... + a[r, cols - 1] for every row r of a float32 matrix "
+          f"a (a segmented reduction, 分段归约). It is launched with one block per row: threads_per_block = {RED_TPB}, "
+          "blocks_per_grid = rows, and a row may be shorter than a warp or many times longer than the block. "
+          "Each thread first adds its elements of the row in a register, walking the row with a stride of 256 "
+          "so that every load is coalesced (合并访存); then the block adds its 256 values as a tree in a "
+          "cuda.shared.array (归约树), with the shared-memory reads of each step free of bank conflicts "
+          "(存储体冲突) and no thread reading a value before its writer has finished. Stop the tree when 32 values "
+          "are left: the first warp finishes with register shuffles (cuda.shfl_down_sync), and its lane 0 writes "
+          "out[r]. No atomics: each block owns its row's sum."),
     make_inputs=_red_inputs,
-    make_trace_input=lambda rng: _red_input(rng, 2 * RED_PER_BLOCK, "two full blocks"),
+    make_trace_input=lambda rng: _red_input(rng, 2, 1024, "two rows of four passes"),
     properties=(
-        coalesced_at_minimum("load", hint="Before the tree, each thread adds up to 4 elements: in each of those loads, do the "
-                               "32 lanes of a warp read 32 neighbouring elements? Let consecutive threads take "
-                               "consecutive elements, 256 apart between a thread's loads."),
+        coalesced_at_minimum("load", hint="Before the tree, each thread adds its elements of the row: in each of "
+                             "those loads, do the 32 lanes of a warp read 32 neighbouring elements? Let "
+                             "consecutive threads take consecutive elements, 256 apart between a thread's loads."),
         uses_shared(),
         conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
                       hint="In each step, which words do the active lanes of one warp read? When lane t reads "
                            "word 2*stride*t, lanes 16 apart share a bank. Which pairing lets neighbouring lanes "
                            "read neighbouring words at every step?"),
         few_warp_splits(1.0),
+        no_atomics("global"),
         no_races(hint="Each step of the tree reads values that other threads wrote in the step before. What must "
                       "every thread of the block reach between two steps?"),
     ),
-    hint_wrong=("Check that every element is counted exactly once: the last block is only partly filled, and "
-                "threads with no element must still put a zero into the tree (and reach every barrier)."),
-    hint_oob="Guard every load of a: the last block reaches past the end of a when n is not a multiple of 1024.",
-    stub_hint="sum up to 4 elements per thread, then halve the number of active threads each step",
-    reference=reference("reduction", "block_sequential", "REDUCTION_VERSIONS"),
-    atol=1e-3,
+    hint_wrong=("Check that every element of the row is counted exactly once, whatever its length: threads past "
+                "the end of a short row must still put a zero into the tree (and reach every barrier), and the "
+                "shuffles need all 32 lanes of the first warp, with a full mask."),
+    hint_oob="Guard every load of a: a row may be shorter than the block, and its length is a.shape[1].",
+    stub_hint="a register sum over the row (stride 256); a shared tree down to 32 values; shuffles; lane 0 writes",
 ))
 
 
@@ -172,4 +173,111 @@ register(Exercise(
                 "counts twice, a thread read a word its neighbour had already updated in the same step."),
     hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
     stub_hint="a shared copy of the block's elements; steps d = 1, 2, 4, ... add the value d places to the left",
+))
+
+
+# 07 -- two reductions fused in one pass: each block's minimum and maximum
+
+MM_TPB = 256
+
+
+def _mm_input(rng, n, why):
+    a = f32(rng, n)
+    blocks = ceil_div(n, MM_TPB)
+    out = np.full((blocks, 2), np.nan, np.float32)
+    want = np.empty((blocks, 2), np.float32)
+    for b in range(blocks):
+        part = a[b * MM_TPB:(b + 1) * MM_TPB]
+        want[b] = part.min(), part.max()
+    return Input(f"n={n} ({why})", (blocks,), (MM_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _mm_inputs(rng):
+    return [
+        _mm_input(rng, 1, "one element"),
+        _mm_input(rng, 33, "one warp and one lane"),
+        _mm_input(rng, 256, "exactly one block"),
+        _mm_input(rng, 2 * 256 + 7, "two blocks and 7 elements"),
+        _mm_input(rng, random_size(rng, 1000, 2000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.min_max_blocks",
+    title="Two reductions in one pass: each block's minimum and maximum",
+    signature="min_max_blocks(a, out)",
+    task=("Write `min_max_blocks(a, out)`: out[b, 0] = the minimum and out[b, 1] = the maximum of block b's "
+          f"elements of the float32 vector a (launched with threads_per_block = {MM_TPB}, blocks_per_grid = "
+          f"ceil(n / {MM_TPB}), one element per thread; the last block has fewer). Read a once: each thread loads "
+          "its element, and one tree in shared memory (归约树) carries both values, in two shared arrays of 256 "
+          "floats, step by step with sequential addressing so that no step has bank conflicts (存储体冲突). A "
+          "thread with no element must not change either result: it brings +inf to the minimum and -inf to the "
+          "maximum, not 0. Each block writes its own row of out: no atomics."),
+    make_inputs=_mm_inputs,
+    make_trace_input=lambda rng: _mm_input(rng, 4 * MM_TPB, "four full blocks"),
+    properties=(
+        coalesced("load"),
+        uses_shared(),
+        conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)"),
+        no_atomics("global"),
+        no_races(hint="Each step of the tree reads what other threads wrote in the step before: every thread of "
+                      "the block must reach a barrier between two steps."),
+    ),
+    hint_wrong=("A short last block: threads past the end bring +inf to the minimum and -inf to the maximum, "
+                "and still take part in every step and every barrier. Column 0 of out is the minimum."),
+    hint_oob="Guard the load of a: the last block is only partly filled.",
+    stub_hint="two shared arrays; neutral values past the end; halve the active threads each step; thread 0 writes",
+))
+
+
+# 07 -- an exclusive scan inside each block: each element gets the sum of those before it
+
+EX_TPB = 128
+
+
+def _ex_input(rng, n, why):
+    a = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.empty(n, np.float32)
+    for b in range(0, n, EX_TPB):
+        part = a[b:b + EX_TPB].astype(np.float64)
+        want[b:b + EX_TPB] = np.cumsum(part) - part
+    return Input(f"n={n} ({why})", (ceil_div(n, EX_TPB),), (EX_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _ex_inputs(rng):
+    return [
+        _ex_input(rng, 1, "one element"),
+        _ex_input(rng, 33, "one warp and one lane"),
+        _ex_input(rng, 128, "exactly one block"),
+        _ex_input(rng, 2 * 128 + 3, "two blocks and 3 elements"),
+        _ex_input(rng, random_size(rng, 300, 600), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.exclusive_scan",
+    title="An exclusive scan inside each block",
+    signature="exclusive_scan(a, out)",
+    task=("Write `exclusive_scan(a, out)`: out[i] = a[start] + ... + a[i - 1], the sum of the elements *before* i "
+          "in its block of 128 (an exclusive scan, 排他前缀和: the first element of each block gets 0), where start "
+          f"= 128 * (i // 128). Launched with threads_per_block = {EX_TPB} and blocks_per_grid = ceil(n / {EX_TPB}), "
+          "one element per thread. Scan the block's elements in shared memory with the Hillis-Steele steps "
+          "d = 1, 2, 4, ..., 64 (every value adds the one d places to its left), with no thread reading a value "
+          "before its writer has finished nor overwriting one before its reader has read it (数据竞争); each "
+          "thread then writes the value one place to its left (0 for the block's first)."),
+    make_inputs=_ex_inputs,
+    make_trace_input=lambda rng: _ex_input(rng, 2 * EX_TPB, "two full blocks"),
+    properties=(
+        uses_shared(),
+        coalesced("load"),
+        coalesced("store"),
+        no_races(hint="In each step a thread reads the word another thread overwrites in the same step. Read "
+                      "into a register, let every thread of the block get there, then write — and again before "
+                      "the next step reads."),
+    ),
+    hint_wrong=("Exclusive: out[i] leaves a[i] itself out, and the first element of every block is 0. If every "
+                "value is off by its own element, you wrote the inclusive scan."),
+    hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
+    stub_hint="an inclusive scan in shared memory, then each thread writes its left neighbour's value (0 first)",
 ))

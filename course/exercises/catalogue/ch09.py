@@ -1,5 +1,6 @@
 """Chapter 09: matrix products — a matrix-vector product with one warp per row, a tiled c = a @ b.T, and a
-register-tiled SGEMM with 2x2 outputs per thread (judged on shared loads per multiply-add)."""
+register-tiled SGEMM with 2x2 outputs per thread (judged on shared loads per multiply-add), and the transposed
+product y = a.T @ x with one thread per column."""
 
 from __future__ import annotations
 
@@ -180,4 +181,54 @@ register(Exercise(
     hint_oob="Guard every load of a and b and every store of c: edge tiles reach past the matrices.",
     stub_hint="4 accumulators in registers; per k-tile: load 32x16 and 16x32, sync, 16 steps of 2+2 loads and 4 FMAs",
     atol=1e-4,
+))
+
+
+# 09 -- the transposed product y = a.T @ x: one thread per column, coalesced without a warp per row
+
+MVT_TPB = 128
+
+
+def _mvt_input(rng, rows, cols, why):
+    a, x = f32(rng, (rows, cols)) / 8, f32(rng, rows) / 8
+    y = np.full(cols, np.nan, np.float32)
+    want = (a.astype(np.float64).T @ x).astype(np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(cols, MVT_TPB),), (MVT_TPB,), (a, x, y), {2: want},
+                 ("a", "x", "y"))
+
+
+def _mvt_inputs(rng):
+    return [
+        _mvt_input(rng, 1, 1, "one element"),
+        _mvt_input(rng, 17, 16, "short columns, less than a warp"),
+        _mvt_input(rng, 1, 129, "one row, one block and one column"),
+        _mvt_input(rng, random_size(rng, 20, 60), random_size(rng, 130, 300), "random"),
+    ]
+
+
+MVT_TRACE = (32, 256)
+
+register(Exercise(
+    name="09.matvec_t",
+    title="The transposed product y = a.T @ x, coalesced with one thread per column",
+    signature="matvec_t(a, x, y)",
+    task=("Write `matvec_t(a, x, y)`: y[c] = Σ_r a[r, c] · x[r] for a row-major float32 matrix a of shape (rows, "
+          f"cols) (y = a.T @ x). It is launched with threads_per_block = {MVT_TPB} and blocks_per_grid = ceil(cols / "
+          f"{MVT_TPB}): one thread per column, each adding its column's products in a register (float32). Unlike "
+          "09.matvec, no warp per row is needed: when the lanes of a warp own neighbouring columns, each step "
+          "of their loops reads 32 neighbouring elements of one row of a (合并访存), and all of them read the "
+          "same x[r]."),
+    make_inputs=_mvt_inputs,
+    make_trace_input=lambda rng: _mvt_input(rng, *MVT_TRACE, "two full blocks"),
+    properties=(
+        coalesced("load", hint="In one step of the loop, which elements of a do the 32 lanes of a warp read? If a "
+                               "lane walks along a row, lanes are a whole row apart: let the lane own the column "
+                               "and walk down it."),
+        no_atomics("global", hint="Each thread owns its column's sum: write y[c] once."),
+    ),
+    hint_wrong=("y has one element per column of a: thread c adds a[r, c] * x[r] over every row r, and guards c "
+                "against a.shape[1], not a.shape[0]."),
+    hint_oob="Threads past the last column must do nothing: compare the column with a.shape[1].",
+    stub_hint="one thread per column: loop over the rows, add a[r, c] * x[r] in a register, write y[c]",
+    atol=1e-3,
 ))

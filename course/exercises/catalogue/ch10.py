@@ -1,6 +1,7 @@
 """Chapter 10: measure, don't guess — two planted kernels to diagnose with the course's tools (the tracer's
 sectors per request; the engine's out-of-bounds report and the tracer's races, as memcheck and racecheck do on
-a GPU), and a row-wise softmax with one warp per row."""
+a GPU), a row-wise softmax with one warp per row, and a planted read past the end to find with the engine's
+out-of-bounds report."""
 
 from __future__ import annotations
 
@@ -21,34 +22,35 @@ from course.exercises.registry import register
 # 10 -- measure, don't guess: a planted uncoalesced kernel
 
 
-RW_BLOCK = (32, 8)
+RW_TPB = 128
+RW_BLOCKS = 4  # a fixed grid: a grid-stride loop covers any shape
 
 
 @cuda.jit
 def scale_rows_planted(a, w, out):
     """The planted kernel of 10.scale_rows_fixed: right on every shape, and slow."""
     rows = a.shape[0]
-    block = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
-    k = block * 256 + cuda.threadIdx.y * 32 + cuda.threadIdx.x  # one number per thread of the grid
-    row = k % rows
-    col = k // rows
-    if col < a.shape[1]:
+    k = cuda.grid(1)
+    while k < a.shape[0] * a.shape[1]:  # every element once, whatever the shape
+        row = k % rows
+        col = k // rows
         out[row, col] = a[row, col] * w[row]
+        k += cuda.gridsize(1)
 
 
 def _rw_input(rng, rows, cols, why):
     a, w = f32(rng, (rows, cols)), f32(rng, rows)
     out = np.full((rows, cols), np.nan, np.float32)
-    grid = (ceil_div(cols, RW_BLOCK[0]), ceil_div(rows, RW_BLOCK[1]))
-    return Input(f"{rows}x{cols} ({why})", grid, RW_BLOCK, (a, w, out), {2: a * w[:, None]}, ("a", "w", "out"))
+    return Input(f"{rows}x{cols} ({why})", (RW_BLOCKS,), (RW_TPB,), (a, w, out), {2: a * w[:, None]},
+                 ("a", "w", "out"))
 
 
 def _rw_inputs(rng):
     return [
         _rw_input(rng, 1, 1, "one element"),
         _rw_input(rng, 17, 16, "more rows than columns"),
-        _rw_input(rng, 1, 33, "one row, just past one block"),
-        _rw_input(rng, random_size(rng, 9, 40), random_size(rng, 20, 70), "random"),
+        _rw_input(rng, 1, 33, "one row"),
+        _rw_input(rng, random_size(rng, 9, 40), random_size(rng, 20, 70), "random, several passes of the grid"),
     ]
 
 
@@ -57,20 +59,21 @@ register(Exercise(
     title="Measure, don't guess: a planted slow kernel",
     signature="scale_rows_fixed(a, w, out)",
     task=("`course.exercises.catalogue.ch10.scale_rows_planted(a, w, out)` scales row r of a float32 matrix a by "
-          f"w[r] (out = a * w[:, None]), launched with threads_per_block = {RW_BLOCK} and blocks_per_grid = "
-          f"(ceil(cols / {RW_BLOCK[0]}), ceil(rows / {RW_BLOCK[1]})). Its answers are right on every shape and it "
-          "is still several times slower than it should be. Do not guess: trace it (course.trace, report.table()) "
-          "and read sectors per request line by line, then write `scale_rows_fixed(a, w, out)`: the same result "
-          "and the same launch, with every load and store at the floor of 4 sectors per request (合并访存)."),
+          f"w[r] (out = a * w[:, None]) with a grid-stride loop over the elements, launched with threads_per_block "
+          f"= {RW_TPB} and blocks_per_grid = {RW_BLOCKS} whatever the shape. Its answers are right on every shape "
+          "and it is still several times slower than it should be. Do not guess: trace it (course.trace, "
+          "report.table()) and read sectors per request line by line, then write `scale_rows_fixed(a, w, out)`: "
+          "the same result and the same launch, with every load and store at the floor of 4 sectors per request "
+          "(合并访存)."),
     make_inputs=_rw_inputs,
-    make_trace_input=lambda rng: _rw_input(rng, 16, 64, "full blocks"),
+    make_trace_input=lambda rng: _rw_input(rng, 16, 128, "four passes of the grid"),
     properties=(coalesced("load", hint="Read the trace line by line: which access needs the most sectors per request, "
-                                       "and which index do the 32 lanes of a warp (consecutive threadIdx.x) "
-                                       "change on it?"),
+                                       "and which index do the 32 lanes of a warp (consecutive k) change on it?"),
                 coalesced("store")),
-    hint_wrong=("Row r is scaled by w[r], for every column of the row; every element once, whatever the shape (the "
-                "grid has at least as many threads as elements)."),
-    hint_oob="Compare the row with a.shape[0] and the column with a.shape[1], whichever axis x and y run along.",
+    hint_wrong=("Row r is scaled by w[r], for every column of the row; every element once, whatever the shape: "
+                "the loop's k runs over all rows * cols elements, and splitting it must give every (row, column) "
+                "pair exactly once."),
+    hint_oob="Whatever order k walks the matrix in, the row must stay below a.shape[0] and the column below a.shape[1].",
     stub_hint="trace the planted kernel first: which index runs along the lanes of a warp?",
 ))
 
@@ -187,4 +190,58 @@ register(Exercise(
     hint_oob="Rows past the last (the last block) and columns past cols must not be read.",
     stub_hint="row = blockIdx.x * 4 + threadIdx.y; warp max by shuffles; warp sum of exp by shuffles; write",
     rtol=1e-5, atol=1e-7,
+))
+
+
+# 10 -- measure, don't guess: a planted kernel that reads past the end (memcheck's finding, on the CPU engine)
+
+DF_TPB = 128
+
+
+@cuda.jit
+def diff_planted(x, out):
+    """The planted kernel of 10.diff_fixed: out[i] = x[i + 1] - x[i]; looks right, and reads past the end."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i + 1] - x[i]
+
+
+def _df_input(rng, n, why):
+    x = f32(rng, n)
+    out = np.full(n, np.nan, np.float32)
+    want = np.zeros(n, np.float32)
+    want[:-1] = x[1:] - x[:-1]  # the last element has no right neighbour: 0
+    return Input(f"n={n} ({why})", (ceil_div(n, DF_TPB),), (DF_TPB,), (x, out), {1: want}, ("x", "out"))
+
+
+def _df_inputs(rng):
+    return [
+        _df_input(rng, 1, "one element"),
+        _df_input(rng, 2, "two elements"),
+        _df_input(rng, 128, "exactly one block"),
+        _df_input(rng, 129, "one block and one element"),
+        _df_input(rng, random_size(rng, 300, 700), "random"),
+    ]
+
+
+register(Exercise(
+    name="10.diff_fixed",
+    title="Measure, don't guess: a planted read past the end",
+    signature="diff_fixed(x, out)",
+    task=("`course.exercises.catalogue.ch10.diff_planted(x, out)` computes forward differences out[i] = x[i + 1] - "
+          f"x[i], launched with threads_per_block = {DF_TPB} and blocks_per_grid = ceil(n / {DF_TPB}). On a GPU it "
+          "usually returns plausible numbers, because reading one float past the end rarely faults; "
+          "compute-sanitizer's memcheck would name the read, and so does the course's CPU engine. Run it on the "
+          "engine, read the error (kernel, line, block, thread), then write `diff_fixed(x, out)`: the same "
+          "launch and the same differences, with out[n - 1] = 0 (the last element has no right neighbour), and "
+          "every load and store coalesced (合并访存)."),
+    make_inputs=_df_inputs,
+    make_trace_input=lambda rng: _df_input(rng, 1024, "8 full blocks"),
+    # x[i + 1] is one float off the 32-byte grid: a warp's 128 bytes straddle 5 sectors, the floor for that load
+    properties=(coalesced("load", max_sectors=5), coalesced("store")),
+    hint_wrong=("out[i] is x[i + 1] - x[i] for every i but the last, and out[n - 1] is 0: a thread that has no "
+                "right neighbour still writes its element."),
+    hint_oob=("The engine names the line and the thread: which thread reads x[i + 1] when i + 1 is already past "
+              "the end? It still has an element of out to write."),
+    stub_hint="run the planted kernel on the engine first: which thread reads past the end, and what should it write?",
 ))

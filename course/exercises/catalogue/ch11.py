@@ -1,5 +1,6 @@
-"""Chapter 11: a reduction split over every device in proportion to given weights — host code, judged on the
-result and on each device doing its share.
+"""Chapter 11: host code that splits work over every device in proportion to given weights — a reduction, an
+element-wise scale gathered back, and a stencil whose shares need a halo — judged on the result and on each
+device doing its share.
 
 The learner's plain Python runs with a ``cuda`` of the judge's: as many simulated devices as there are weights,
 arrays that are NumPy copies tagged with the device they were made on, and launches on the CPU engine — on every
@@ -13,8 +14,11 @@ from __future__ import annotations
 import ast
 import collections
 import types
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
+from numba import cuda
 
 from course.exercises.contract import LAUNCH_TIME_LIMIT, Exercise, Input, Property, Result, Verdict
 from course.exercises.host import HOST_BUILTINS, HOST_NODES, HostRules, compile_host, lint_host
@@ -142,7 +146,7 @@ def compile_split(fn_node: ast.FunctionDef, filename: str = "<cell>"):
 # --- inputs, properties, judging --------------------------------------------------------------------------------------
 
 
-def _input(rng, n, weights, why):
+def _sum_input(rng, n, weights, why):
     x = rng.integers(-8, 8, n).astype(np.float32)  # small integers: every partial and the total are exact
     return Input(f"n={n}, weights={list(weights)} ({why})", (), (), (x, list(weights)),
                  {0: float(x.astype(np.float64).sum())}, ("x", "weights"))
@@ -150,39 +154,81 @@ def _input(rng, n, weights, why):
 
 def _inputs(rng):
     return [
-        _input(rng, 1, [1, 1], "one element, two devices"),
-        _input(rng, 5, [1, 1, 1], "fewer elements than a block, three devices"),
-        _input(rng, 4099, [1, 1], "prime, even shares"),
-        _input(rng, 10_000, [3, 1], "a device three times as fast"),
-        _input(rng, int(rng.integers(2_000, 6_000)), [2, 0, 1], "a device with no share"),
+        _sum_input(rng, 1, [1, 1], "one element, two devices"),
+        _sum_input(rng, 5, [1, 1, 1], "fewer elements than a block, three devices"),
+        _sum_input(rng, 4099, [1, 1], "prime, even shares"),
+        _sum_input(rng, 10_000, [3, 1], "a device three times as fast"),
+        _sum_input(rng, int(rng.integers(2_000, 6_000)), [2, 0, 1], "a device with no share"),
     ]
 
 
 def _trace_input(rng):
-    return _input(rng, 8_192, [1, 2, 1], "the recorded run")
+    return _sum_input(rng, 8_192, [1, 2, 1], "the recorded run")
 
 
-def _run(fn, inp, time_limit=None):
-    from course.kernels import multi_gpu as M
-
-    x, weights = inp.args
+def _run(fn, inp, time_limit=None, name="11.split_sum"):
+    split = SPLITS[name]
+    weights = inp.args[1]
     rec = SplitCuda(len(weights), time_limit)
     bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
                                fn.__closure__)
-    got = bound(x.copy(), list(weights), _Kernel(rec, M.block_partials))
+    args = [a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a for a in inp.args]
+    got = bound(*args, _Kernel(rec, split.kernel()))
     return rec, got
+
+
+def _sum_kernel():
+    from course.kernels import multi_gpu as M
+
+    return M.block_partials
+
+
+def _sum_wrong(got, inp):
+    want = inp.expected[0]
+    try:
+        ok = got is not None and float(got) == want
+    except (TypeError, ValueError):
+        ok = False
+    return None if ok else f"returned {got!r}, the sum is {want:g}"
+
+
+def _array_wrong(got, inp):
+    """None when the host code returned the expected array, else what is wrong with it."""
+    want = inp.expected[0]
+    if got is None:
+        return "the function returned None: return the result array"
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"the result has shape {got.shape}, expected {want.shape}"
+    bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
+    if not bad.size:
+        return None
+    k = int(bad[0])
+    what = "NaN: never written" if np.isnan(got[k]) else f"{got[k]:g}, expected {want[k]:g}"
+    return f"result[{k}] is {what}; {bad.size} of {want.size} elements wrong"
+
+
+@dataclass(frozen=True)
+class Split:
+    """What differs between the split exercises: the kernel the host code is given, how a result is judged."""
+
+    kernel: Callable  # () -> the kernel handed to the host code
+    wrong: Callable  # (result, input) -> None when right, else a sentence
+
+
+SPLITS = {"11.split_sum": Split(_sum_kernel, _sum_wrong)}
 
 
 def _props():
     def share(rec, inp):
-        x, weights = inp.args
+        x, weights = inp.args[:2]
         want = [b - a for a, b in shares(x.shape[0], weights)]
         got = [rec.copied_in[d] for d in range(len(weights))]
         return got == want, (f"elements copied to each device: {got}; its share: {want} "
                              "(boundaries at n · (w0 + … + w(d-1)) // Σw)")
 
     def own_data(rec, inp):
-        x, weights = inp.args
+        x, weights = inp.args[:2]
         busy = [d for d, (a, b) in enumerate(shares(x.shape[0], weights)) if b > a]
         launched = collections.Counter(dev for dev, _ in rec.launches)
         foreign = [(dev, where) for dev, where in rec.launches if any(w != dev for w in where)]
@@ -209,8 +255,8 @@ def _props():
              "Device d takes x[b(d):b(d+1)] with b(d) = n * (w[0] + ... + w[d-1]) // sum(w): integer arithmetic, "
              "so that the shares cover x once whatever n is."),
         prop("each device with a share launches the kernel on its own arrays", own_data,
-             "Inside `with cuda.gpus[d]:` copy the share in, allocate the partials and launch: arrays made there live "
-             "on device d, and a launch there runs on device d."),
+             "Inside `with cuda.gpus[d]:` copy the share in, allocate the device's arrays and launch: arrays made there "
+             "live on device d, and a launch there runs on device d."),
         prop("only the partial sums come back to the host (最终合并)", partials_only,
              "Copy back the partials array of each device (one float per block), not the share itself."),
     )
@@ -227,8 +273,8 @@ def judge_split(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
         return Verdict(ex.name, status, score, ex.max_score, results, hint)
 
     if getattr(fn, "py_func", None) is not None or type(fn).__name__ in ("CUDADispatcher", "FakeCUDAKernel"):
-        results.append(Result("plain Python host code", False, "split_sum is decorated with @cuda.jit"))
-        return verdict("rejected", 0, "split_sum runs on the host: write it as a plain Python function.")
+        results.append(Result("plain Python host code", False, f"{ex.target} is decorated with @cuda.jit"))
+        return verdict("rejected", 0, f"{ex.target} runs on the host: write it as a plain Python function.")
     if is_stub(fn):
         results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
         return verdict("not attempted", 0, ex.stub_hint)
@@ -241,7 +287,7 @@ def _judge_runs(ex, fn, rng, results, verdict, time_limit):
     rec = None
     for inp in inputs + [trace]:
         try:
-            rec, got = _run(fn, inp, time_limit)
+            rec, got = _run(fn, inp, time_limit, ex.name)
         except NotImplementedError:
             results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
             return verdict("not attempted", 0, ex.stub_hint)
@@ -249,13 +295,9 @@ def _judge_runs(ex, fn, rng, results, verdict, time_limit):
             text = " ".join(str(exc).split())[:400] or type(exc).__name__
             results.append(Result("runs without an error", False, f"{type(exc).__name__}: {text}", inp.label))
             return verdict("error", 0, ex.hint_wrong)
-        want = inp.expected[0]
-        try:
-            ok = got is not None and float(got) == want
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            results.append(Result("correct result", False, f"returned {got!r}, the sum is {want:g}", inp.label))
+        wrong = SPLITS[ex.name].wrong(got, inp)
+        if wrong:
+            results.append(Result("correct result", False, wrong, inp.label))
             return verdict("fail", 0, ex.hint_wrong)
     results.append(Result(f"correct on {len(inputs) + 1} inputs", True, ", ".join(i.label for i in inputs)))
     score, hint = 1, ""
@@ -288,6 +330,155 @@ register(Exercise(
     hint_wrong=("Check the share boundaries with integer arithmetic (n * partial_weight_sum // total), that empty "
                 "shares launch nothing, and that you add every partial of every device."),
     stub_hint="shares from the weights; per device: with cuda.gpus[d]: copy in, partials, launch; add the partials",
+    host_judge=judge_split,
+    host_compile=compile_split,
+))
+
+
+# --- two more splits: an element-wise scale gathered back, and a stencil whose shares need a halo -------------------
+
+SCALE_THREADS = 256
+
+
+@cuda.jit
+def scale_share(share, out, factor):
+    """out[i] = factor * share[i]: the kernel 11.split_scale hands to the host code, one thread per element."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = factor * share[i]
+
+
+@cuda.jit
+def stencil_share(piece, out, first):
+    """out[i] = piece[first + i - 1] + piece[first + i] + piece[first + i + 1], a neighbour outside ``piece``
+    counting as 0: the kernel 11.split_stencil hands to the host code. ``piece`` is a device's share with the
+    halo it copied, ``first`` where the share starts in it."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        j = first + i
+        s = piece[j]
+        if j > 0:
+            s += piece[j - 1]
+        if j + 1 < piece.shape[0]:
+            s += piece[j + 1]
+        out[i] = s
+
+
+def _split_inputs(make):
+    def inputs(rng):
+        return [
+            make(rng, 1, [1, 1], "one element, two devices"),
+            make(rng, 5, [1, 1, 1], "fewer elements than a block, three devices"),
+            make(rng, 1021, [1, 1], "prime, even shares"),
+            make(rng, 3001, [3, 1], "a device three times as fast"),
+            make(rng, int(rng.integers(800, 2_000)), [2, 0, 1], "a device with no share"),
+        ]
+
+    return inputs
+
+
+def _scale_input(rng, n, weights, why):
+    x = rng.integers(-50, 50, n).astype(np.float32)
+    factor = np.float32(rng.choice([0.5, -2.0, 3.0]))
+    out = np.full(n, np.nan, np.float32)
+    return Input(f"n={n}, weights={list(weights)} ({why})", (), (), (x, list(weights), factor, out),
+                 {0: (factor * x).astype(np.float32)}, ("x", "weights", "factor", "out"))
+
+
+def _stencil_ref(x):
+    p = np.concatenate([[0], x.astype(np.float64), [0]])
+    return (p[:-2] + p[1:-1] + p[2:]).astype(np.float32)
+
+
+def _stencil_input(rng, n, weights, why):
+    x = rng.integers(-50, 50, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    return Input(f"n={n}, weights={list(weights)} ({why})", (), (), (x, list(weights), out),
+                 {0: _stencil_ref(x)}, ("x", "weights", "out"))
+
+
+def _split_props(halo: int):
+    """Each device copies in its share (and at most ``halo`` neighbours on each side), launches on its own arrays,
+    and sends back its share of the result once."""
+
+    def copied(rec, inp):
+        x, weights = inp.args[:2]
+        want = [b - a for a, b in shares(x.shape[0], weights)]
+        got = [rec.copied_in[d] for d in range(len(weights))]
+        if not halo:
+            return got == want, (f"elements copied to each device: {got}; its share: {want} "
+                                 "(boundaries at n · (w0 + … + w(d-1)) // Σw)")
+        ok = all(w <= g <= w + 2 * halo if w else g == 0 for g, w in zip(got, want))
+        return ok, (f"elements copied to each device: {got}; its share: {want}, plus at most {halo} neighbour on "
+                    "each side (its halo, 光环区), not the whole vector")
+
+    def back_once(rec, inp):
+        n = inp.args[0].shape[0]
+        back = sum(rec.copied_out.values())
+        return back <= 4 * n, (f"{back} bytes copied back to the host; the result is {4 * n} bytes "
+                               "(each device sends back its share of the result, once)")
+
+    def prop(name, fn, hint):
+        return Property(name, lambda report, extra: fn(*report), hint)
+
+    own = _props()[1]
+    return (
+        prop("each device gets its share of x" + (" and its halo" if halo else ""), copied,
+             "Device d takes x[b(d):b(d+1)] with b(d) = n * (w[0] + ... + w[d-1]) // sum(w)"
+             + (", and the one element on each side of it that the stencil reads — no more." if halo else ".")),
+        own,
+        prop("each device's result comes back once", back_once,
+             "Copy back only the device's own out array (its share of the result), once."),
+    )
+
+
+SPLITS["11.split_scale"] = Split(lambda: scale_share, _array_wrong)
+SPLITS["11.split_stencil"] = Split(lambda: stencil_share, _array_wrong)
+
+register(Exercise(
+    name="11.split_scale",
+    title="Scatter, launch, gather: an element-wise kernel over every device",
+    signature="split_scale(x, weights, factor, out, kernel)",
+    task=("Write the host function `split_scale(x, weights, factor, out, kernel)` (plain Python, no @cuda.jit): "
+          "fill the host array out with factor * x, computed by every device in cuda.gpus, device d taking the "
+          "contiguous share x[b(d):b(d+1)] with b(d) = n * (w[0] + … + w[d-1]) // sum(w) (数据并行). For each "
+          "device with a non-empty share, inside `with cuda.gpus[d]:`, copy the share in (cuda.to_device), "
+          "allocate its result (cuda.device_array(length, np.float32)), launch "
+          f"kernel[ceil(length / {SCALE_THREADS}), {SCALE_THREADS}](share, result, factor), and copy the result "
+          "back into its place in out (copy_to_host). Return out. Judged on the result and on each device doing "
+          "its share (elements copied in, launches and where their arrays live, bytes copied back), on as many "
+          "simulated devices as there are weights, on every machine."),
+    make_inputs=_split_inputs(_scale_input),
+    make_trace_input=lambda rng: _scale_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    properties=_split_props(0),
+    hint_wrong=("Check the share boundaries with integer arithmetic (n * partial_weight_sum // total), that empty "
+                "shares launch nothing, and that each device's result lands in out at its own share's place."),
+    stub_hint="shares from the weights; per device: with cuda.gpus[d]: copy in, result array, launch, copy back",
+    host_judge=judge_split,
+    host_compile=compile_split,
+))
+
+register(Exercise(
+    name="11.split_stencil",
+    title="A stencil split over the devices: each share with its halo",
+    signature="split_stencil(x, weights, out, kernel)",
+    task=("Write the host function `split_stencil(x, weights, out, kernel)` (plain Python, no @cuda.jit): fill "
+          "the host array out with the 3-point sum out[i] = x[i-1] + x[i] + x[i+1] (a neighbour outside x counts as "
+          "0), computed by every device, device d taking the share x[b(d):b(d+1)] with b(d) = n * (w[0] + … + "
+          "w[d-1]) // sum(w). A device needs one neighbour on each side of its share that another device owns: "
+          "copy in the share with that halo (光环区, x[max(b(d) - 1, 0):min(b(d+1) + 1, n)]), allocate the share's "
+          "result, launch "
+          f"kernel[ceil(length / {SCALE_THREADS}), {SCALE_THREADS}](piece, result, first), where first is where "
+          "the share starts in the piece (0 or 1), and copy the result back into its place in out. Return out. "
+          "Judged on the result, on each device copying its share and its halo and no more, launching on its own "
+          "arrays, and sending back its share of the result once."),
+    make_inputs=_split_inputs(_stencil_input),
+    make_trace_input=lambda rng: _stencil_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    properties=_split_props(1),
+    hint_wrong=("The elements next to a share's boundaries need their neighbours from the next share: copy them "
+                "in with the share (one on each side, except at the ends of x), and tell the kernel where the share "
+                "starts in what you copied."),
+    stub_hint="per device: with cuda.gpus[d]: copy the share with its halo, a result array, launch, copy back",
     host_judge=judge_split,
     host_compile=compile_split,
 ))
