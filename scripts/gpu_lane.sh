@@ -43,6 +43,12 @@ for step in $WHAT; do
       timeout 530 python3 site/sitetool.py execute --out "$LANE/executed" --budget 470 --timeout 300 \
         > "$LANE/execute.log" 2>&1 || status=1
       grep -v 'IPKernelApp' "$LANE/execute.log" | tail -20 ;;
+    profile)
+      # issue 24: every launch the course times, profiled (queued time, host issue time, ncu speed of light)
+      # into measurements/kernel_profiles.json (import it; then python -m course.measure.explain_check fit)
+      timeout 560 python3 scripts/gpu/profile_kernels.py --out "$LANE/measurements" > "$LANE/profile_kernels.log" 2>&1 \
+        || status=1
+      tail -5 "$LANE/profile_kernels.log" ;;
     measure)
       # issue 14's measurements in full (records to import), then every other scripts/gpu benchmark with small
       # sizes into verify/ (the harness re-run: checks pass and records are written; not for import), all

@@ -354,12 +354,14 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
     return dyn
 
 
-def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, copy=True, sample=None) -> tuple:
+def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, copy=True, sample=None,
+          loop_cap=None) -> tuple:
     """Trace a sample of the launch and scale what it found to the whole grid (see the module docstring).
 
     Returns ``(counts, scaled block-0 report)``: the block-0 report carries the per-line detail that
     :func:`add_compiler_facts` reads.  ``sample`` fixes how many blocks are traced (default: what the time
-    budget allows, up to :data:`MAX_SAMPLE`), so that a validation run is repeatable.
+    budget allows, up to :data:`MAX_SAMPLE`) and ``loop_cap`` the trips a long loop runs (default: as many as the
+    budget allows, 2 to :data:`LOOP_CAP`), so that a validation run is repeatable.
     """
     from course import engine
     from course.trace import trace
@@ -375,12 +377,15 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     g = fn.__globals__
     missing = object()
     saved = g.get("range", missing)
-    loops = LoopSampler()
     try:
         # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores)
         g["range"] = LoopSampler(cap=2)
         detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
                        lines=False, compiler=False)
+        t_detail = time.perf_counter() - t0
+        if loop_cap is None:  # as many trips as the budget allows: a 2-trip block took t_detail
+            loop_cap = int(max(2, min(LOOP_CAP, 2 * (budget_s / 3) / max(t_detail, 1e-4))))
+        loops = LoopSampler(cap=loop_cap)
         g["range"] = loops
         t1 = time.perf_counter()
         first = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[])
@@ -424,7 +429,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         smallest = min((a.size for a in args if isinstance(a, np.ndarray)), default=1)
         c.atomic_chain = c.atomics / max(1, min(smallest, c.atomics))
     if any(asked > run for asked, run in loops.trips.values()):
-        c.how.append(f"loops of more than {LOOP_CAP} trips ran their first {LOOP_CAP}; their lines' counts scaled")
+        c.how.append(f"loops of more than {loops.cap} trips ran their first {loops.cap}; their lines' counts scaled")
     c.how.append(f"traced {sampled} of {nblocks} blocks ({time.perf_counter() - t0:.1f} s)")
     c.kernel_file = code.co_filename
     return c, scaled[0]

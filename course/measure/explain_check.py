@@ -84,7 +84,7 @@ def count_all(names=None) -> dict:
         fn = engine.kernel_py_func(c.kernel)
         sass = compiler.summary(fn, tuple(typeof(a) for a in args))
         counts, first = X.count(c.kernel, c.griddim, c.blockdim, args, dynshared=c.dynshared, copy=False,
-                                sample=SAMPLE)
+                                sample=SAMPLE, loop_cap=X.LOOP_CAP)
         if sass and "error" not in sass:
             X.add_compiler_facts(counts, first, sass, c.dynshared)
         d = dataclasses.asdict(counts)
