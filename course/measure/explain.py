@@ -67,7 +67,7 @@ class Constants:
     sms: int = _dev.SM_COUNT
     schedulers: int = 4
     dram_bps: float = 4.25e12  # the 1 GiB device copy of the same run, bytes read + written
-    l2_bps: float = 9.0e12  # fitted
+    l2_bps: float = 6.4e12  # lts__t_sectors over time × lts% of vector_add (n = 2^25) in the same run
     l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
     l1_wavefronts_per_cycle: float = 1.0
     issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
@@ -78,6 +78,7 @@ class Constants:
     l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
     store_latency_s: float = 400e-9  # fitted: a block's stores draining before it retires
     default_registers: int = 32  # without compiler facts
+    l1_latency_s: float = 40e-9  # fitted: a load that hits L1
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
 
 
@@ -123,6 +124,9 @@ class Counts:
     l1_hit: float = 0.0
     ilp: float = 1.0
     partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
+    atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
+    load_footprint: float = 0.0  # bytes of the arrays the loads touch
+    loops: list = field(default_factory=list)
     kernel_file: str = ""
     registers: Optional[int] = None
     shared_bytes: int = 0
@@ -186,15 +190,16 @@ class LoopSampler:
 
     def __init__(self, cap: int = LOOP_CAP):
         self.cap = cap
-        self.trips: dict = {}  # (filename, header line) -> [asked, run]
+        self.trips: dict = {}  # (filename, header line) -> [asked, run, calls]
 
     def __call__(self, *a):
         import sys
 
         r = range(*a)
         f = sys._getframe(1)
-        st = self.trips.setdefault((f.f_code.co_filename, f.f_lineno), [0, 0])
+        st = self.trips.setdefault((f.f_code.co_filename, f.f_lineno), [0, 0, 0])
         st[0] += len(r)
+        st[2] += 1
         if len(r) <= self.cap:
             st[1] += len(r)
             return r
@@ -206,7 +211,7 @@ class LoopSampler:
         import ast
         import inspect
 
-        sampled = {ln: asked / run for (fname, ln), (asked, run) in self.trips.items()
+        sampled = {ln: asked / run for (fname, ln), (asked, run, _calls) in self.trips.items()
                    if fname == code.co_filename and run and asked > run}
         if not sampled:
             return {}
@@ -226,13 +231,48 @@ class LoopSampler:
         return out
 
 
+def loop_structure(code, trips: dict) -> list:
+    """The kernel's ``for … in range(…)`` loops: ``(first body line, last line, trips if the compiler can unroll it
+    fully, else None)``.  A loop whose bounds name no parameter and no local of the kernel has the same trips in
+    every thread, known when the kernel compiles: ptxas unrolls such small loops completely, so their body's SASS
+    holds one copy per trip."""
+    import ast
+
+    try:
+        tree = ast.parse(open(code.co_filename).read())
+    except (OSError, SyntaxError):
+        return []
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= code.co_firstlineno + 1
+               and n.name == code.co_name and (n.end_lineno or 0) >= code.co_firstlineno), None)
+    if fn is None:
+        return []
+    params = {a.arg for a in fn.args.args}
+    local = {t.id for n in ast.walk(fn) for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    out = []
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
+                and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"):
+            continue
+        parts = list(ast.walk(node.iter))[1:]
+        fixed = all(not isinstance(x, (ast.Attribute, ast.Subscript, ast.Call)) for x in parts) and not any(
+            isinstance(x, ast.Name) and (x.id in params or x.id in local) for x in parts)
+        st = trips.get((code.co_filename, node.lineno))
+        n = st[0] / st[2] if st and st[2] else None
+        out.append((node.body[0].lineno, node.end_lineno or node.lineno, n if fixed and n and n <= 64 else None))
+    return out
+
+
 class _Scaled:
     """A report's per-line counts with the sampled loops' lines scaled up (what the full loops would count)."""
 
-    def __init__(self, report, scale_of: dict):
+    def __init__(self, report, scale_of: dict, loops=()):
+        self.loops = list(loops)
         self.rows = []
+        # a sampled loop's lines (the kernel's file); accesses in a device function of another file (a 16-byte load
+        # helper, say) are counted where the helper's lines are: scaled like the kernel's longest sampled loop
+        widest = max(scale_of.values(), default=1.0)
         for row in report.by_line():
-            f = scale_of.get(row.line, 1.0)  # a sampled loop's lines (the kernel's file)
+            f = scale_of.get(row.line, 1.0 if row.function == report.kernel else widest)
             self.rows.append((row, f))
         self.steps = {}
         try:
@@ -274,9 +314,13 @@ def _lines_and_reuse(report) -> tuple:
     only partly written."""
     accesses = report.warp_accesses(report.detail_blocks[0]) if report.detail_blocks else []
     sectors = lines = ld_sectors = st_sectors = st_partial = 0
+    atom_lanes = atom_n = 0
     seen: set = set()
     sites_per_warp: dict = {}
     for w in accesses:
+        if w.op == "atomic":
+            atom_lanes += w.active
+            atom_n += 1
         if w.space != "global":
             continue
         per_sector: dict = {}
@@ -296,15 +340,15 @@ def _lines_and_reuse(report) -> tuple:
     hit = 1.0 - len(seen) / ld_sectors if ld_sectors else 0.0
     ilp = float(np.median([len(x) for x in sites_per_warp.values()])) if sites_per_warp else 1.0
     partial = st_partial / st_sectors if st_sectors else 0.0
-    return ratio, hit, ilp, partial
+    return ratio, hit, ilp, partial, (atom_lanes / atom_n if atom_n else 1.0)
 
 
-def _footprint(scaled: list, args, scale) -> float:
+def _footprint(scaled: list, args, scale, op=None) -> float:
     """Bytes of the global arrays the launch touches, each capped at an array's size (largest with largest)."""
     per_array: dict = {}
     for sc in scaled:
         for row, f in sc.rows:
-            if row.space != "global":
+            if row.space != "global" or (op is not None and row.op != op):
                 continue
             for name in row.arrays:
                 per_array[name] = per_array.get(name, 0.0) + row.count * f * 32 * scale / max(1, len(row.arrays))
@@ -329,23 +373,51 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
     mem: dict = {}
     for row, f in sc.rows:
         mem[row.line] = mem.get(row.line, 0) + row.requests * f
-    dyn = static_kernel = dyn_kernel = 0.0
-    other = 0
+    loops = sorted(sc.loops, key=lambda lp: lp[1] - lp[0])  # innermost (shortest) first
+
+    def inner(ln):
+        return next((lp for lp in loops if lp[0] <= ln <= lp[1]), None)
+
+    def fixed_unroll(ln):
+        u = 1.0
+        for first, last, n in loops:
+            if first <= ln <= last and n:
+                u *= n
+        return u
+
+    rows = []
     for key, n in sass["per_line"].items():
         fname, _, ln = key.rpartition(":")
         if not ln.isdigit() or not kernel_file.endswith(fname):
-            other += n
+            rows.append((None, key, n, None))
             continue
         ln = int(ln)
         i = int(np.searchsorted(markers, ln, side="right")) - 1
-        if i < 0:
+        rows.append((ln, key, n, steps[markers[i]] if i >= 0 else None))
+    # the copies the compiler made, measured on memory lines: SASS memory instructions over the source's per execution
+    measured: dict = {}
+    for ln, key, n, s in rows:
+        fl = (sass.get("mem_lines") or {}).get(key)
+        if ln is not None and s and fl and mem.get(ln):
+            measured[ln] = max(1.0, fl / (mem[ln] / s))
+    per_loop: dict = {}
+    for ln, u in measured.items():
+        per_loop.setdefault(inner(ln), []).append(u)
+    dyn = static_kernel = dyn_kernel = 0.0
+    other = 0
+    for ln, key, n, s in rows:
+        if ln is None:
+            other += n
+            continue
+        if s is None:
             dyn += n * warps  # the prologue: once per warp
             continue
-        s = steps[markers[i]]
-        u = 1.0
-        fl = (sass.get("mem_lines") or {}).get(key)
-        if fl and mem.get(ln) and s:
-            u = max(1.0, fl / (mem[ln] / s))
+        if ln in measured:
+            u = measured[ln]
+        elif per_loop.get(inner(ln)):
+            u = float(np.median(per_loop[inner(ln)]))
+        else:
+            u = fixed_unroll(ln)
         dyn += s * n / u
         static_kernel += n
         dyn_kernel += s * n / u
@@ -406,7 +478,8 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     scale_all = loops.scales(code)
     first_loops = LoopSampler()
     first_loops.trips = first_trips
-    scaled = [_Scaled(first, first_loops.scales(code))] + [_Scaled(r, scale_all) for r in reports[1:]]
+    structure = loop_structure(code, loops.trips)
+    scaled = [_Scaled(first, first_loops.scales(code), structure)] + [_Scaled(r, scale_all) for r in reports[1:]]
     sampled = 1 + len(rest)
     scale = nblocks / sampled
     c = Counts(blocks=nblocks, sampled=sampled, threads_per_block=tpb)
@@ -422,13 +495,16 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     for k in ("gld_requests", "gld_sectors", "gst_requests", "gst_sectors", "shared_wavefronts",
               "shared_requests", "atomics", "steps"):
         setattr(c, k, getattr(c, k) * scale)
-    ratio, c.l1_hit, c.ilp, c.partial_stores = _lines_and_reuse(detail)
+    ratio, c.l1_hit, c.ilp, c.partial_stores, c.atomic_lanes = _lines_and_reuse(detail)
     c.lines = (c.gld_sectors + c.gst_sectors) * ratio
+    c.loops = [list(x) for x in structure]
     c.footprint = _footprint(scaled, args, scale)
-    if c.atomics:  # atomics on one address: an output of one element takes them all
+    c.load_footprint = _footprint(scaled, args, scale, op="load")
+    if c.atomics:  # atomics on one address, one thread's after another: an output of one element takes them all
+        threads = c.atomics * c.atomic_lanes
         smallest = min((a.size for a in args if isinstance(a, np.ndarray)), default=1)
-        c.atomic_chain = c.atomics / max(1, min(smallest, c.atomics))
-    if any(asked > run for asked, run in loops.trips.values()):
+        c.atomic_chain = threads / max(1, min(smallest, threads))
+    if any(t[0] > t[1] for t in loops.trips.values()):
         c.how.append(f"loops of more than {loops.cap} trips ran their first {loops.cap}; their lines' counts scaled")
     c.how.append(f"traced {sampled} of {nblocks} blocks ({time.perf_counter() - t0:.1f} s)")
     c.kernel_file = code.co_filename
@@ -455,7 +531,11 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     out["dram"] = c.dram_bytes / k.dram_bps
     full_st = c.gst_sectors * (1.0 - c.partial_stores)
     part_st = c.gst_sectors * c.partial_stores
-    l2_sectors = c.gld_sectors * (1.0 - c.l1_hit) + full_st + c.atomics
+    # loads that miss L1 go to the L2; a small array read by every block is fetched once per SM at most
+    l2_loads = min(c.gld_sectors * (1.0 - c.l1_hit), k.sms * c.load_footprint / 32) if c.load_footprint else \
+        c.gld_sectors * (1.0 - c.l1_hit)
+    # the L2 also moves what HBM fills and drains: a streaming kernel's L2 sectors are about twice its L1's
+    l2_sectors = l2_loads + full_st + c.atomics + c.dram_bytes / 32
     out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
     l1_wf = c.lines + c.shared_wavefronts
     t_l1 = l1_wf / (k.sms * k.clock_hz * k.l1_wavefronts_per_cycle)
@@ -468,7 +548,8 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     warps = c.blocks * wpb
     trips = (c.gld_requests / warps) / max(1.0, c.ilp) if warps else 0.0
     store_drain = k.store_latency_s if c.gst_requests else 0.0
-    out["latency"] = max(1.0, waves) * (trips * k.latency_s + store_drain) if c.gld_requests else 0.0
+    lat = c.l1_hit * k.l1_latency_s + (1.0 - c.l1_hit) * k.latency_s
+    out["latency"] = max(1.0, waves) * (trips * lat + store_drain) if c.gld_requests else 0.0
     out["launch"] = k.launch_floor_s
     return out
 
