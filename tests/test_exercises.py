@@ -250,6 +250,14 @@ def test_check_prints_a_verdict_and_strict_mode_raises(capsys, monkeypatch):
         E.check("05.nonexistent", add_off_by_one)
 
 
+def test_strict_mode_lets_a_chapter_ship_its_stub(capsys, monkeypatch):
+    # the chapters end their sections in graded tasks whose kernel is the learner's to write: under
+    # COURSE_STRICT=1 (make test) the untouched stub says "not attempted" and the notebook run goes on
+    monkeypatch.setenv("COURSE_STRICT", "1")
+    v = E.check("05.transpose_padded", transpose_stub)
+    assert v.status == "not attempted" and "NOT ATTEMPTED" in capsys.readouterr().out.upper()
+
+
 # --- what a graded kernel may use ------------------------------------------------------------------
 
 
