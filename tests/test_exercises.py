@@ -250,6 +250,14 @@ def test_check_prints_a_verdict_and_strict_mode_raises(capsys, monkeypatch):
         E.check("05.nonexistent", add_off_by_one)
 
 
+def test_strict_mode_lets_a_chapter_ship_a_stub(capsys, monkeypatch):
+    # a chapter's graded task ships the stub the learner completes: under make test it says "not attempted"
+    # and the notebook goes on; a kernel that was written and fails still raises (the test above)
+    monkeypatch.setenv("COURSE_STRICT", "1")
+    v = E.check("05.transpose_padded", transpose_stub)
+    assert v.status == "not attempted" and "NOT ATTEMPTED" in capsys.readouterr().out
+
+
 # --- what a graded kernel may use ------------------------------------------------------------------
 
 

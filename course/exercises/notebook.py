@@ -37,6 +37,7 @@ def check(name: str, kernel, *, seed=None) -> Verdict:
     else:
         v = judge(ex, kernel, seed=seed)
     print(v)
-    if os.environ.get("COURSE_STRICT") == "1" and not v.passed:
+    # a stub a chapter ships for the learner to complete is not yet a failure; a kernel that was written is
+    if os.environ.get("COURSE_STRICT") == "1" and not v.passed and v.status != "not attempted":
         raise AssertionError(f"{name} did not pass (COURSE_STRICT=1): {v.message}")
     return v
