@@ -22,7 +22,16 @@ the Nsight Compute validation run (``data/tracer_validation.json``) by ``case`` 
 
 - ``value`` (a), ``ratio`` (a / b), ``loss`` (1 - b / a), ``attribute`` (a device attribute, ``name``);
 - ``arithmetic``: ``expr``, plain arithmetic on numbers the claim itself states (launch sizes, padding);
-- ``all``: ``checks``, a list of checks; the claim holds when every one of them holds.
+- ``all``: ``checks``, a list of checks; the claim holds when every one of them holds;
+- ``limiter``: ``profile`` (a case of ``data/measurements/kernel_profiles.json``) and ``limiter`` (one of
+  :data:`LIMITERS`): the claim holds when the unit Nsight Compute finds busiest in that case is ``limiter``, by
+  the rule of :func:`course.measure.explain_check.measured_limiter` (the largest of DRAM, L2, L1/shared and SM
+  throughput as % of peak; ``latency`` when none reaches 60 %, ``launch`` under 4 µs).  Its value is the
+  measured limiter and its evidence every unit's %; it has no range, and another limiter ``refuted`` it.
+
+Besides the articles' claims the ledger holds **the course's own**: ``seed`` is ``"course"``, the ``id``
+starts with ``course-``, and ``claim`` is the chapter's sentence in the course's words (nothing to quote), so
+that every sentence a chapter writes about what limits a kernel is re-checked against its profile.
 
 The verdict follows from the value: inside ``range`` (widened by ``tolerance``, a fraction: 0.15 lets a
 value 15 % outside still agree — pointer chasing adds one address calculation per step to every
@@ -67,7 +76,12 @@ VERDICTS = ("confirmed", "corrected", "refuted", "not-measurable", "pending")
 REQUIRED = ("id", "seed", "claim", "chapter", "measured", "verdict", "evidence")
 CHAPTER_IDS = tuple(ch.file[: -len(".ipynb")] for ch in chapters.CHAPTERS)
 SEED_FILE = re.compile(r"^(\d{3})_[0-9a-f]{16}\.txt$")
-CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all")
+CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all", "limiter")
+COURSE = "course"  # the seed of the course's own claims (a chapter's sentence about what limits a kernel)
+#: The limiters a ledger check can name: what the profile's counters alone decide (``atomics`` needs the
+#: tracer's count of serialised atomics, which no counter sees, so a claim of it cannot be checked here).
+LIMITERS = ("dram", "l2", "l1", "shared", "issue", "latency", "launch")
+PROFILES = "kernel_profiles"
 JUDGED = ("confirmed", "corrected", "refuted")
 
 
@@ -104,7 +118,10 @@ def validate(entries, seeds_dir: pathlib.Path = SEEDS_DIR) -> list:
         if e["id"] in seen:
             problems.append(f"{where}: id {e['id']!r} is used twice")
         seen.add(e["id"])
-        if not SEED_FILE.match(str(e["seed"])):
+        if e["seed"] == COURSE:
+            if not str(e["id"]).startswith(COURSE + "-"):
+                problems.append(f"{where}: the course's own claim needs an id starting with 'course-'")
+        elif not SEED_FILE.match(str(e["seed"])):
             problems.append(f"{where}: seed {e['seed']!r} is not a seed file name like 002_9b22f37c9f847fb7.txt")
         elif not str(e["id"]).startswith(e["seed"][:3]):
             problems.append(f"{where}: id should start with the seed number {e['seed'][:3]}")
@@ -118,7 +135,7 @@ def validate(entries, seeds_dir: pathlib.Path = SEEDS_DIR) -> list:
             problems.append(f"{where}: a {e['verdict']} claim needs 'measured' and 'evidence'")
         if not isinstance(e["claim"], str) or not e["claim"].strip():
             problems.append(f"{where}: empty claim")
-        elif SEED_FILE.match(str(e["seed"])):
+        elif SEED_FILE.match(str(e["seed"])):  # the course's own claims are its words: nothing to quote
             if e["seed"] not in texts:
                 texts[e["seed"]] = seed_text(e["seed"], seeds_dir)
             text = texts[e["seed"]]
@@ -162,6 +179,10 @@ def _check_problems(check, nested=False) -> list:
             _arith(check.get("expr", ""))
         except (ValueError, SyntaxError, ZeroDivisionError) as e:
             out.append(f"check.expr: {e}")
+    elif kind == "limiter":
+        if not check.get("profile") or check.get("limiter") not in LIMITERS:
+            out.append(f"a limiter check needs 'profile' (a case of {PROFILES}.json) and 'limiter', one of "
+                       f"{', '.join(LIMITERS)}")
     elif kind == "all":
         subs = check.get("checks")
         if nested or not isinstance(subs, list) or not subs:
@@ -405,6 +426,8 @@ def measure(check, records) -> tuple:
             values.append(v)
             evidence.append(ev)
         return values, "; ".join(evidence)
+    if kind == "limiter":
+        return _limiter(store, check["profile"])
     if kind == "attribute":
         for (_bench, variant), recs in sorted(store.by_key.items()):
             rec = recs[0]
@@ -426,6 +449,27 @@ def measure(check, records) -> tuple:
     return value, f"{ev_a} vs {ev_b}"
 
 
+_UNITS = (("dram", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+          ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+          ("l1", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
+          ("sm", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+          ("issue active", "smsp__issue_active.avg.pct_of_peak_sustained_active"))
+
+
+def _limiter(store: Records, profile: str):
+    """(the limiter Nsight Compute finds in a profiled case, evidence with every unit's %), or (None, None)."""
+    from course.measure.explain_check import measured_limiter
+
+    rec = store.find({"benchmark": PROFILES, "variant": profile})
+    ncu = (rec or {}).get("ncu")
+    if not ncu or not rec.get("ms"):
+        return None, None
+    pcts = ", ".join(f"{name} {ncu[key]:.0f} %" for name, key in _UNITS if key in ncu)
+    return measured_limiter(rec, {}), (
+        f"data/measurements/{rec['_file']}: {profile} ({rec.get('device', '?')}, {str(rec.get('date', '?'))[:10]}, "
+        f"run {rec.get('run', '?')}), Nsight Compute, % of peak: {pcts}; {rec['ms'] * 1e3:.1f} µs")
+
+
 def _inside(check, value) -> bool:
     rng = check["range"]
     tol = check.get("tolerance", 0.0)
@@ -440,14 +484,19 @@ def judge(check, records) -> tuple:
         return None, None, None
     if check["kind"] == "all":
         ok = all(_inside(sub, v) for sub, v in zip(check["checks"], value))
+    elif check["kind"] == "limiter":
+        ok = value == check["limiter"]
     elif check.get("range") is None:
         return value, None, evidence
     else:
         ok = _inside(check, value)
-    return value, ("confirmed" if ok else check.get("if_outside", "corrected")), evidence
+    default = "refuted" if check["kind"] == "limiter" else "corrected"  # a wrong limiter is wrong, not off by a bit
+    return value, ("confirmed" if ok else check.get("if_outside", default)), evidence
 
 
 def _fmt(value, unit) -> str:
+    if isinstance(value, str):
+        return f"{value} {unit}".strip()
     if isinstance(value, list):
         return "; ".join(_fmt(v, "") for v in value) + (f" {unit}" if unit else "")
     if unit == "loss":
@@ -503,6 +552,8 @@ def _check_files(check) -> set:
         return {"data/measurements/"}
     if check["kind"] == "arithmetic":
         return set()
+    if check["kind"] == "limiter":
+        return {f"data/measurements/{PROFILES}.json"}
     out = set()
     for side in ("a", "b"):
         ref = check.get(side)
@@ -535,7 +586,7 @@ def audit(entries, records=None, root=ROOT) -> list:
         check = e.get("check")
         if e["verdict"] == "not-measurable":
             continue
-        if not check or (check["kind"] != "all" and check.get("range") is None):
+        if not check or (check["kind"] not in ("all", "limiter") and check.get("range") is None):
             problems.append(f"{where}: a {e['verdict']} claim needs a check with a range")
             continue
         value, verdict, _evidence = judge(check, store)
@@ -568,7 +619,15 @@ def for_chapter(chapter: str, entries=None) -> list:
     return [e for e in entries if e["chapter"] == chapter]
 
 
+def source(e) -> str:
+    """Where a claim comes from, short: ``002 §1.2`` (a seed and its section) or ``course §3`` (a chapter's own)."""
+    head = COURSE if e["seed"] == COURSE else e["seed"][:3]
+    return f"{head} §{e.get('section', '')}"
+
+
 def _claimed(e) -> str:
+    if (e.get("check") or {}).get("kind") == "limiter":
+        return f"limited by {e['check']['limiter']}"
     rng = (e.get("check") or {}).get("range")
     if rng is None:
         return ""
@@ -593,7 +652,7 @@ class ClaimsTable:
             if e["verdict"] == "not-measurable":
                 measured = f"not measurable: {e.get('reason', '')}"
             evidence = e["evidence"] or (f"planned: {e['planned']}" if e.get("planned") else "")
-            yield (e["id"], f"{e['seed'][:3]} §{e.get('section', '')}", e["claim"], _claimed(e), measured,
+            yield (e["id"], source(e), e["claim"], _claimed(e), measured,
                    e["verdict"], evidence)
 
     def __repr__(self):
