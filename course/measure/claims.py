@@ -23,15 +23,9 @@ the Nsight Compute validation run (``data/tracer_validation.json``) by ``case`` 
 - ``value`` (a), ``ratio`` (a / b), ``loss`` (1 - b / a), ``attribute`` (a device attribute, ``name``);
 - ``arithmetic``: ``expr``, plain arithmetic on numbers the claim itself states (launch sizes, padding);
 - ``all``: ``checks``, a list of checks; the claim holds when every one of them holds;
-- ``limiter``: ``profile`` (a case of ``data/measurements/kernel_profiles.json``) and ``limiter`` (one of
-  :data:`LIMITERS`): the claim holds when the unit Nsight Compute finds busiest in that case is ``limiter``, by
-  the rule of :func:`course.measure.explain_check.measured_limiter` (the largest of DRAM, L2, L1/shared and SM
-  throughput as % of peak; ``latency`` when none reaches 60 %, ``launch`` under 4 µs).  Its value is the
-  measured limiter and its evidence every unit's %; it has no range, and another limiter ``refuted`` it.
-
-Besides the articles' claims the ledger holds **the course's own**: ``seed`` is ``"course"``, the ``id``
-starts with ``course-``, and ``claim`` is the chapter's sentence in the course's words (nothing to quote), so
-that every sentence a chapter writes about what limits a kernel is re-checked against its profile.
+- ``limiter``: ``profile`` (a case of ``kernel_profiles.json``) and ``limiter`` (:data:`LIMITERS`): holds when
+  :func:`course.measure.explain_check.measured_limiter` finds that unit busiest there (else ``refuted``); no range.
+  The course's own claims (``seed`` ``"course"``, ``id`` ``course-…``) are such sentences of its chapters.
 
 The verdict follows from the value: inside ``range`` (widened by ``tolerance``, a fraction: 0.15 lets a
 value 15 % outside still agree — pointer chasing adds one address calculation per step to every
@@ -77,9 +71,8 @@ REQUIRED = ("id", "seed", "claim", "chapter", "measured", "verdict", "evidence")
 CHAPTER_IDS = tuple(ch.file[: -len(".ipynb")] for ch in chapters.CHAPTERS)
 SEED_FILE = re.compile(r"^(\d{3})_[0-9a-f]{16}\.txt$")
 CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all", "limiter")
-COURSE = "course"  # the seed of the course's own claims (a chapter's sentence about what limits a kernel)
-#: The limiters a ledger check can name: what the profile's counters alone decide (``atomics`` needs the
-#: tracer's count of serialised atomics, which no counter sees, so a claim of it cannot be checked here).
+COURSE = "course"  # the seed of the course's own claims
+#: What the profile's counters alone decide (``atomics`` needs the tracer's count of serialised atomics).
 LIMITERS = ("dram", "l2", "l1", "shared", "issue", "latency", "launch")
 PROFILES = "kernel_profiles"
 JUDGED = ("confirmed", "corrected", "refuted")
@@ -118,10 +111,9 @@ def validate(entries, seeds_dir: pathlib.Path = SEEDS_DIR) -> list:
         if e["id"] in seen:
             problems.append(f"{where}: id {e['id']!r} is used twice")
         seen.add(e["id"])
-        if e["seed"] == COURSE:
-            if not str(e["id"]).startswith(COURSE + "-"):
-                problems.append(f"{where}: the course's own claim needs an id starting with 'course-'")
-        elif not SEED_FILE.match(str(e["seed"])):
+        if e["seed"] == COURSE and not str(e["id"]).startswith(COURSE + "-"):
+            problems.append(f"{where}: the course's own claim needs an id starting with 'course-'")
+        elif e["seed"] != COURSE and not SEED_FILE.match(str(e["seed"])):
             problems.append(f"{where}: seed {e['seed']!r} is not a seed file name like 002_9b22f37c9f847fb7.txt")
         elif not str(e["id"]).startswith(e["seed"][:3]):
             problems.append(f"{where}: id should start with the seed number {e['seed'][:3]}")
@@ -179,10 +171,8 @@ def _check_problems(check, nested=False) -> list:
             _arith(check.get("expr", ""))
         except (ValueError, SyntaxError, ZeroDivisionError) as e:
             out.append(f"check.expr: {e}")
-    elif kind == "limiter":
-        if not check.get("profile") or check.get("limiter") not in LIMITERS:
-            out.append(f"a limiter check needs 'profile' (a case of {PROFILES}.json) and 'limiter', one of "
-                       f"{', '.join(LIMITERS)}")
+    elif kind == "limiter" and (not check.get("profile") or check.get("limiter") not in LIMITERS):
+        out.append(f"a limiter check needs 'profile' (a case of {PROFILES}.json) and 'limiter', one of {', '.join(LIMITERS)}")
     elif kind == "all":
         subs = check.get("checks")
         if nested or not isinstance(subs, list) or not subs:
@@ -192,7 +182,7 @@ def _check_problems(check, nested=False) -> list:
                 out += [f"checks[{k}]: {p}" for p in _check_problems(sub, nested=True)]
                 if isinstance(sub, dict) and sub.get("range") is None:
                     out.append(f"checks[{k}] needs a range")
-    else:
+    elif kind != "limiter":
         for side in ("a", "b") if kind in ("ratio", "loss") else ("a",):
             out += _ref_problems(check.get(side), side)
     rng = check.get("range")
@@ -449,22 +439,17 @@ def measure(check, records) -> tuple:
     return value, f"{ev_a} vs {ev_b}"
 
 
-_UNITS = (("dram", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
-          ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
-          ("l1", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
-          ("sm", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
-          ("issue active", "smsp__issue_active.avg.pct_of_peak_sustained_active"))
+_UNITS = {"dram": "dram__throughput", "l2": "lts__throughput", "l1": "l1tex__throughput", "sm": "sm__throughput"}
 
 
 def _limiter(store: Records, profile: str):
     """(the limiter Nsight Compute finds in a profiled case, evidence with every unit's %), or (None, None)."""
     from course.measure.explain_check import measured_limiter
-
     rec = store.find({"benchmark": PROFILES, "variant": profile})
     ncu = (rec or {}).get("ncu")
     if not ncu or not rec.get("ms"):
         return None, None
-    pcts = ", ".join(f"{name} {ncu[key]:.0f} %" for name, key in _UNITS if key in ncu)
+    pcts = ", ".join(f"{u} {ncu[k]:.0f} %" for u, m in _UNITS.items() if (k := f"{m}.avg.pct_of_peak_sustained_elapsed") in ncu)
     return measured_limiter(rec, {}), (
         f"data/measurements/{rec['_file']}: {profile} ({rec.get('device', '?')}, {str(rec.get('date', '?'))[:10]}, "
         f"run {rec.get('run', '?')}), Nsight Compute, % of peak: {pcts}; {rec['ms'] * 1e3:.1f} µs")
@@ -495,7 +480,7 @@ def judge(check, records) -> tuple:
 
 
 def _fmt(value, unit) -> str:
-    if isinstance(value, str):
+    if isinstance(value, str):  # a limiter
         return f"{value} {unit}".strip()
     if isinstance(value, list):
         return "; ".join(_fmt(v, "") for v in value) + (f" {unit}" if unit else "")
@@ -552,9 +537,7 @@ def _check_files(check) -> set:
         return {"data/measurements/"}
     if check["kind"] == "arithmetic":
         return set()
-    if check["kind"] == "limiter":
-        return {f"data/measurements/{PROFILES}.json"}
-    out = set()
+    out = {f"data/measurements/{PROFILES}.json"} if check["kind"] == "limiter" else set()
     for side in ("a", "b"):
         ref = check.get(side)
         if isinstance(ref, dict):
@@ -621,8 +604,7 @@ def for_chapter(chapter: str, entries=None) -> list:
 
 def source(e) -> str:
     """Where a claim comes from, short: ``002 §1.2`` (a seed and its section) or ``course §3`` (a chapter's own)."""
-    head = COURSE if e["seed"] == COURSE else e["seed"][:3]
-    return f"{head} §{e.get('section', '')}"
+    return f"{COURSE if e['seed'] == COURSE else e['seed'][:3]} §{e.get('section', '')}"
 
 
 def _claimed(e) -> str:
