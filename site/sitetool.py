@@ -407,13 +407,15 @@ def glossary_table() -> str:
 
 
 def claims_table() -> str:
+    from course.measure.claims import source
+
     claims = json.loads((ROOT / "data" / "claims.json").read_text())
     counts = {}
     for c in claims:
         counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     table = md_table(("id", "seed §", "claim (原文)", "measured", "verdict", "evidence", "note"),
-                     [(c["id"], f"{c['seed'][:3]} §{c.get('section', '')}", c["claim"], c.get("measured", ""),
+                     [(c["id"], source(c), c["claim"], c.get("measured", ""),
                        c["verdict"], c.get("evidence", ""), c.get("note", "")) for c in claims])
     return f"{len(claims)} claims: {summary}.\n\n{table}"
 

@@ -22,7 +22,10 @@ the Nsight Compute validation run (``data/tracer_validation.json``) by ``case`` 
 
 - ``value`` (a), ``ratio`` (a / b), ``loss`` (1 - b / a), ``attribute`` (a device attribute, ``name``);
 - ``arithmetic``: ``expr``, plain arithmetic on numbers the claim itself states (launch sizes, padding);
-- ``all``: ``checks``, a list of checks; the claim holds when every one of them holds.
+- ``all``: ``checks``, a list of checks; the claim holds when every one of them holds;
+- ``limiter``: ``profile`` (a case of ``kernel_profiles.json``) and ``limiter`` (:data:`LIMITERS`): holds when
+  :func:`course.measure.explain_check.measured_limiter` finds that unit busiest there (else ``refuted``); no range.
+  The course's own claims (``seed`` ``"course"``, ``id`` ``course-…``) are such sentences of its chapters.
 
 The verdict follows from the value: inside ``range`` (widened by ``tolerance``, a fraction: 0.15 lets a
 value 15 % outside still agree — pointer chasing adds one address calculation per step to every
@@ -67,7 +70,11 @@ VERDICTS = ("confirmed", "corrected", "refuted", "not-measurable", "pending")
 REQUIRED = ("id", "seed", "claim", "chapter", "measured", "verdict", "evidence")
 CHAPTER_IDS = tuple(ch.file[: -len(".ipynb")] for ch in chapters.CHAPTERS)
 SEED_FILE = re.compile(r"^(\d{3})_[0-9a-f]{16}\.txt$")
-CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all")
+CHECK_KINDS = ("value", "ratio", "loss", "attribute", "arithmetic", "all", "limiter")
+COURSE = "course"  # the seed of the course's own claims
+#: What the profile's counters alone decide (``atomics`` needs the tracer's count of serialised atomics).
+LIMITERS = ("dram", "l2", "l1", "shared", "issue", "latency", "launch")
+PROFILES = "kernel_profiles"
 JUDGED = ("confirmed", "corrected", "refuted")
 
 
@@ -104,7 +111,9 @@ def validate(entries, seeds_dir: pathlib.Path = SEEDS_DIR) -> list:
         if e["id"] in seen:
             problems.append(f"{where}: id {e['id']!r} is used twice")
         seen.add(e["id"])
-        if not SEED_FILE.match(str(e["seed"])):
+        if e["seed"] == COURSE and not str(e["id"]).startswith(COURSE + "-"):
+            problems.append(f"{where}: the course's own claim needs an id starting with 'course-'")
+        elif e["seed"] != COURSE and not SEED_FILE.match(str(e["seed"])):
             problems.append(f"{where}: seed {e['seed']!r} is not a seed file name like 002_9b22f37c9f847fb7.txt")
         elif not str(e["id"]).startswith(e["seed"][:3]):
             problems.append(f"{where}: id should start with the seed number {e['seed'][:3]}")
@@ -118,7 +127,7 @@ def validate(entries, seeds_dir: pathlib.Path = SEEDS_DIR) -> list:
             problems.append(f"{where}: a {e['verdict']} claim needs 'measured' and 'evidence'")
         if not isinstance(e["claim"], str) or not e["claim"].strip():
             problems.append(f"{where}: empty claim")
-        elif SEED_FILE.match(str(e["seed"])):
+        elif SEED_FILE.match(str(e["seed"])):  # the course's own claims are its words: nothing to quote
             if e["seed"] not in texts:
                 texts[e["seed"]] = seed_text(e["seed"], seeds_dir)
             text = texts[e["seed"]]
@@ -162,6 +171,8 @@ def _check_problems(check, nested=False) -> list:
             _arith(check.get("expr", ""))
         except (ValueError, SyntaxError, ZeroDivisionError) as e:
             out.append(f"check.expr: {e}")
+    elif kind == "limiter" and (not check.get("profile") or check.get("limiter") not in LIMITERS):
+        out.append(f"a limiter check needs 'profile' (a case of {PROFILES}.json) and 'limiter', one of {', '.join(LIMITERS)}")
     elif kind == "all":
         subs = check.get("checks")
         if nested or not isinstance(subs, list) or not subs:
@@ -171,7 +182,7 @@ def _check_problems(check, nested=False) -> list:
                 out += [f"checks[{k}]: {p}" for p in _check_problems(sub, nested=True)]
                 if isinstance(sub, dict) and sub.get("range") is None:
                     out.append(f"checks[{k}] needs a range")
-    else:
+    elif kind != "limiter":
         for side in ("a", "b") if kind in ("ratio", "loss") else ("a",):
             out += _ref_problems(check.get(side), side)
     rng = check.get("range")
@@ -405,6 +416,8 @@ def measure(check, records) -> tuple:
             values.append(v)
             evidence.append(ev)
         return values, "; ".join(evidence)
+    if kind == "limiter":
+        return _limiter(store, check["profile"])
     if kind == "attribute":
         for (_bench, variant), recs in sorted(store.by_key.items()):
             rec = recs[0]
@@ -426,6 +439,22 @@ def measure(check, records) -> tuple:
     return value, f"{ev_a} vs {ev_b}"
 
 
+_UNITS = {"dram": "dram__throughput", "l2": "lts__throughput", "l1": "l1tex__throughput", "sm": "sm__throughput"}
+
+
+def _limiter(store: Records, profile: str):
+    """(the limiter Nsight Compute finds in a profiled case, evidence with every unit's %), or (None, None)."""
+    from course.measure.explain_check import measured_limiter
+    rec = store.find({"benchmark": PROFILES, "variant": profile})
+    ncu = (rec or {}).get("ncu")
+    if not ncu or not rec.get("ms"):
+        return None, None
+    pcts = ", ".join(f"{u} {ncu[k]:.0f} %" for u, m in _UNITS.items() if (k := f"{m}.avg.pct_of_peak_sustained_elapsed") in ncu)
+    return measured_limiter(rec, {}), (
+        f"data/measurements/{rec['_file']}: {profile} ({rec.get('device', '?')}, {str(rec.get('date', '?'))[:10]}, "
+        f"run {rec.get('run', '?')}), Nsight Compute, % of peak: {pcts}; {rec['ms'] * 1e3:.1f} µs")
+
+
 def _inside(check, value) -> bool:
     rng = check["range"]
     tol = check.get("tolerance", 0.0)
@@ -440,14 +469,19 @@ def judge(check, records) -> tuple:
         return None, None, None
     if check["kind"] == "all":
         ok = all(_inside(sub, v) for sub, v in zip(check["checks"], value))
+    elif check["kind"] == "limiter":
+        ok = value == check["limiter"]
     elif check.get("range") is None:
         return value, None, evidence
     else:
         ok = _inside(check, value)
-    return value, ("confirmed" if ok else check.get("if_outside", "corrected")), evidence
+    default = "refuted" if check["kind"] == "limiter" else "corrected"  # a wrong limiter is wrong, not off by a bit
+    return value, ("confirmed" if ok else check.get("if_outside", default)), evidence
 
 
 def _fmt(value, unit) -> str:
+    if isinstance(value, str):  # a limiter
+        return f"{value} {unit}".strip()
     if isinstance(value, list):
         return "; ".join(_fmt(v, "") for v in value) + (f" {unit}" if unit else "")
     if unit == "loss":
@@ -503,7 +537,7 @@ def _check_files(check) -> set:
         return {"data/measurements/"}
     if check["kind"] == "arithmetic":
         return set()
-    out = set()
+    out = {f"data/measurements/{PROFILES}.json"} if check["kind"] == "limiter" else set()
     for side in ("a", "b"):
         ref = check.get(side)
         if isinstance(ref, dict):
@@ -535,7 +569,7 @@ def audit(entries, records=None, root=ROOT) -> list:
         check = e.get("check")
         if e["verdict"] == "not-measurable":
             continue
-        if not check or (check["kind"] != "all" and check.get("range") is None):
+        if not check or (check["kind"] not in ("all", "limiter") and check.get("range") is None):
             problems.append(f"{where}: a {e['verdict']} claim needs a check with a range")
             continue
         value, verdict, _evidence = judge(check, store)
@@ -568,7 +602,14 @@ def for_chapter(chapter: str, entries=None) -> list:
     return [e for e in entries if e["chapter"] == chapter]
 
 
+def source(e) -> str:
+    """Where a claim comes from, short: ``002 §1.2`` (a seed and its section) or ``course §3`` (a chapter's own)."""
+    return f"{COURSE if e['seed'] == COURSE else e['seed'][:3]} §{e.get('section', '')}"
+
+
 def _claimed(e) -> str:
+    if (e.get("check") or {}).get("kind") == "limiter":
+        return f"limited by {e['check']['limiter']}"
     rng = (e.get("check") or {}).get("range")
     if rng is None:
         return ""
@@ -593,7 +634,7 @@ class ClaimsTable:
             if e["verdict"] == "not-measurable":
                 measured = f"not measurable: {e.get('reason', '')}"
             evidence = e["evidence"] or (f"planned: {e['planned']}" if e.get("planned") else "")
-            yield (e["id"], f"{e['seed'][:3]} §{e.get('section', '')}", e["claim"], _claimed(e), measured,
+            yield (e["id"], source(e), e["claim"], _claimed(e), measured,
                    e["verdict"], evidence)
 
     def __repr__(self):

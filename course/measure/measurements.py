@@ -119,3 +119,38 @@ def provenance(records: Iterable[dict]) -> str:
 def describe(value_: Optional[float], unit: str = "GB/s", spec: str = ".0f") -> str:
     """A number with its unit, or "not measured yet"."""
     return NOT_MEASURED if value_ is None else f"{value_:{spec}} {unit}"
+
+
+#: The course's two copy ceilings, one per regime, recorded in one run of ``kernel_profiles``
+#: (``scripts/gpu/profile_kernels.py``): a 1 GiB device copy that streams from HBM, and an 8 MiB one whose
+#: source and destination stay in the 50 MB L2.  Both count the bytes read plus the bytes written.
+COPY_CEILINGS = {"hbm": "copy_hbm_1GiB", "l2": "copy_l2_8MiB"}
+
+
+def copy_ceiling(regime: str, data_dir=None) -> Optional[dict]:
+    """The recorded copy of ``regime`` (``"hbm"`` or ``"l2"``): its record (``gbps``, ``run``…), or None.
+
+    Every "fraction of the copy" a chapter prints divides by this one record of the regime its kernel's data
+    is in, so that fractions are comparable between chapters.  Defined for chapters 03–07.
+    """
+    if regime not in COPY_CEILINGS:
+        raise ValueError(f"copy_ceiling({regime!r}): the regime is 'hbm' (data larger than the L2) or 'l2' "
+                         f"(data that stays in the 50 MB L2)")
+    recs = latest_run(select(load("kernel_profiles", data_dir), kind="ceiling"))
+    return by_variant(recs).get(COPY_CEILINGS[regime])
+
+
+def of_copy(gbps: Optional[float], regime: str, run: Optional[str] = None, data_dir=None) -> str:
+    """``gbps`` as a fraction of :func:`copy_ceiling`'s copy, in words: "0.93 of the HBM copy (4247 GB/s)".
+
+    ``run`` is the run that measured ``gbps``: when it is not the copy's run the text says so, since the
+    course's rule is that a ratio compares records of one run.
+    """
+    ceiling = copy_ceiling(regime, data_dir)
+    if gbps is None or ceiling is None or not ceiling.get("gbps"):
+        return NOT_MEASURED
+    where = "HBM" if regime == "hbm" else "L2-resident"
+    text = f"{gbps / ceiling['gbps']:.2f} of the {where} copy ({ceiling['gbps']:.0f} GB/s"
+    if run is not None and run != ceiling.get("run"):
+        text += f", run {ceiling.get('run')}: another run than this figure's {run}"
+    return text + ")"

@@ -119,12 +119,30 @@ def source(fn) -> None:
 LIBS = ("memcpy", "cupy", "torch")
 
 
-def bandwidth_table(names, records, *, reference: str = "memcpy", versus: str = "cupy") -> Table:
-    """One row per variant of one recorded run: ms, GB/s, fraction of ``reference``, multiple of ``versus``."""
+def copy_note(records, regime: str = "hbm") -> str:
+    """Which copy "of the copy" divides by, and that it is another run than ``records``' when it is."""
+    from course.measure import measurements
+
+    ceiling = measurements.copy_ceiling(regime)
+    if ceiling is None:
+        return f"the {regime} copy: {measurements.NOT_MEASURED}"
+    ours = {r.get("run") for r in records}
+    where = "HBM" if regime == "hbm" else "L2-resident"
+    text = (f"'of copy': the course's {where} copy ceiling, {ceiling['variant']} = {ceiling['gbps']:.0f} GB/s "
+            f"(bytes read + written; data/measurements/kernel_profiles.json, run {ceiling.get('run')})")
+    if ours and ours != {ceiling.get("run")}:
+        text += f" — another run than these rows' ({', '.join(sorted(map(str, ours)))})"
+    return text
+
+
+def bandwidth_table(names, records, *, regime: str = "hbm", versus: str = "cupy") -> Table:
+    """One row per variant of one recorded run: ms, GB/s, fraction of the course's copy ceiling of ``regime``
+    (:func:`course.measure.measurements.copy_ceiling`), multiple of ``versus``."""
     from course.measure import measurements
 
     by = measurements.by_variant(records)
-    ref = by.get(reference, {}).get("gbps")
+    ceiling = measurements.copy_ceiling(regime)
+    ref = ceiling.get("gbps") if ceiling else None
     vs = by.get(versus, {}).get("gbps")
     rows = []
     for name in names:
@@ -135,8 +153,8 @@ def bandwidth_table(names, records, *, reference: str = "memcpy", versus: str = 
         rounds = ", ".join(f"{x:.3f}" for x in r.get("ms_rounds", []))
         rows.append([name, f"{r['ms']:.3f}", f"{r['gbps']:.0f}", fmt(r["gbps"] / ref if ref else None, ".2f"),
                      fmt(r["gbps"] / vs if vs else None, ".2f"), rounds])
-    return Table(["variant", "ms", "GB/s", f"of {reference}", f"x {versus}", "rounds (ms)"], rows,
-                 note=measurements.provenance(records) if records else None)
+    note = f"{measurements.provenance(records)}. {copy_note(records, regime)}" if records else None
+    return Table(["variant", "ms", "GB/s", "of copy", f"x {versus}", "rounds (ms)"], rows, note=note)
 
 
 def bandwidth_plot(names, records, title: str, *, libs=LIBS) -> None:
@@ -219,7 +237,7 @@ def ncu_table(names, records, columns=NCU_COLUMNS) -> Table:
 
 
 def sweep_plot(records, *, xlabel: str = "GB/s (16384² int32); red: registry versions, purple: sweep"):
-    """Bars of every recorded course and sweep variant, with memcpy, 0.8 × memcpy and 3 × CuPy; returns the best."""
+    """Bars of every recorded course and sweep variant, with the HBM copy ceiling, 0.8 × it and 3 × CuPy; returns the best."""
     from course.measure import measurements
 
     ours = sorted((r for r in records if r.get("category") in ("course", "sweep") and r.get("gbps")),
@@ -233,9 +251,10 @@ def sweep_plot(records, *, xlabel: str = "GB/s (16384² int32); red: registry ve
     fig, ax = plt.subplots(figsize=(9, 0.22 * len(ours) + 1))
     ax.barh([r["variant"] for r in ours], [r["gbps"] for r in ours],
             color=["#c44e52" if r.get("category") == "course" else "#8172b2" for r in ours])
-    if by.get("memcpy", {}).get("gbps"):
-        ax.axvline(by["memcpy"]["gbps"], color="black", ls="--", lw=1, label="memcpy")
-        ax.axvline(0.8 * by["memcpy"]["gbps"], color="grey", ls=":", lw=1, label="0.80 × memcpy")
+    ceiling = measurements.copy_ceiling("hbm")
+    if ceiling:
+        ax.axvline(ceiling["gbps"], color="black", ls="--", lw=1, label="HBM copy")
+        ax.axvline(0.8 * ceiling["gbps"], color="grey", ls=":", lw=1, label="0.80 × the copy")
     if by.get("cupy", {}).get("gbps"):
         ax.axvline(3 * by["cupy"]["gbps"], color="#dd8452", ls=":", lw=1, label="3 × CuPy")
     ax.set_xlabel(xlabel)
@@ -287,3 +306,35 @@ def occupancy_table(rows) -> Table:
                  [[o.threads_per_block, o.regs_per_thread, o.shared_per_block, o.blocks_per_sm,
                    f"{o.warps_per_sm}/{o.max_warps_per_sm}", f"{o.occupancy:.0%}", " and ".join(o.limited_by)]
                   for o in rows])
+
+
+# --- the profile: what limits a kernel (every chapter that names a limiter) ------------------------------------
+
+PROFILE_UNITS = (("DRAM %", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+                 ("L2 %", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+                 ("L1 %", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
+                 ("SM %", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+                 ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active"))
+
+
+def profile_table(cases, *, title: Optional[str] = None) -> Table:
+    """The H200 profile of each case of ``data/measurements/kernel_profiles.json``: time, each unit's % of
+    peak, warp instructions and the busiest unit by the course's rule (``explain_check.measured_limiter``)."""
+    from course.measure import measurements
+    from course.measure.explain_check import measured_limiter
+
+    recs = measurements.latest_run(measurements.load("kernel_profiles"))
+    by = measurements.by_variant(recs)
+    rows = []
+    for case in cases:
+        r = by.get(case)
+        n = (r or {}).get("ncu")
+        if not n:
+            rows.append([case, measurements.NOT_MEASURED])
+            continue
+        rows.append([case, f"{r['ms'] * 1e3:.1f}"] + [fmt(n.get(key), ".0f") for _, key in PROFILE_UNITS]
+                    + [f"{n.get('sm__inst_executed.sum', 0) / 1e6:.1f}", measured_limiter(r, {})])
+    cols = ["case", "µs"] + [c for c, _ in PROFILE_UNITS] + ["warp instr. (M)", "busiest"]
+    note = (f"Nsight Compute, % of peak; busiest: the largest of DRAM, L2, L1/shared, SM, or 'latency' when none "
+            f"reaches 60 % ('launch' under 4 µs). {measurements.provenance(recs)}") if recs else None
+    return Table(cols, rows, title=title, note=note)
