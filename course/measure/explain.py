@@ -396,7 +396,7 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
         rows.append((ln, key, n, steps[markers[i]] if i >= 0 else None))
     # the copies the compiler made, measured on memory lines: SASS memory instructions over the source's per execution
     measured: dict = {}
-    for ln, key, n, s in rows:
+    for ln, key, _n, s in rows:
         fl = (sass.get("mem_lines") or {}).get(key)
         if ln is not None and s and fl and mem.get(ln):
             measured[ln] = max(1.0, fl / (mem[ln] / s))
