@@ -11,6 +11,7 @@ count goes 32 → 1 → 2 wavefronts.  On failure it saves a screenshot and the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -55,14 +56,14 @@ def _require_browser():
                     "(do not run `playwright install`; the test uses Debian's Chromium).")
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server of our own on 127.0.0.1, serving a copy of chapter 04; stopped afterwards."""
+@contextlib.contextmanager
+def _serve(tmp_path, notebook: pathlib.Path):
+    """A JupyterLab server of our own on 127.0.0.1, serving a copy of ``notebook``; stopped afterwards."""
     _require_browser()
-    assert NOTEBOOK.is_file(), f"{NOTEBOOK} is missing"
+    assert notebook.is_file(), f"{notebook} is missing"
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    shutil.copy(notebook, root / notebook.name)
     config, runtime = tmp_path / "config", tmp_path / "runtime"
     # no "news" toast over the outputs
     settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
@@ -109,6 +110,13 @@ def lab(tmp_path):
         except ProcessLookupError:
             pass
         log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving a copy of chapter 04 (so autosave can never write outputs into the committed notebook)."""
+    with _serve(tmp_path, NOTEBOOK) as server:
+        yield server
 
 
 def _tail(path: pathlib.Path, n: int = 3000) -> str:
@@ -213,3 +221,58 @@ def test_chapter_04_widgets_in_jupyterlab(lab):
     # no wall-clock assertion: on a shared 2-core machine the time says more about the neighbours than
     # about the notebook (the pytest timeout above still stops a hang)
     print(f"done: {time.monotonic() - started:.1f} s")
+
+
+# what cuts a drawing off: an element between it and the cell's output area that scrolls sideways, or the
+# drawing's right edge beyond the output area's
+_CUT_OFF = """() => [...document.querySelectorAll('.bank-explorer')].map(ex => {
+    const area = ex.closest('.jp-OutputArea-output'), edge = area.getBoundingClientRect().right;
+    return [...ex.querySelectorAll('svg')].map(svg => {
+        const scrolls = [];
+        for (let e = svg; e !== area.parentElement; e = e.parentElement)
+            if (e.scrollWidth > e.clientWidth + 1) scrolls.push(`${e.className.baseVal ?? e.className}: `
+                                                              + `${e.scrollWidth} > ${e.clientWidth} px`);
+        return {drawing: svg.getAttribute('class'), columns: svg.dataset.width || null, scrolls,
+                beyond: Math.max(0, Math.round(svg.getBoundingClientRect().right - edge))};
+    });
+}).flat()"""
+
+
+def test_bank_explorer_tile_shows_whole_in_a_1280px_window(tmp_path):
+    """A 32-column tile (and the padded 33- and 34-column ones) shows whole, without a sideways scrollbar.
+
+    At 1280 px with the file browser open the output area is about 850 px wide: the controls (336 px) and a
+    32-column tile (732 px) side by side scrolled, cutting the tile at column 22-26.
+    """
+    import nbformat
+    from playwright.sync_api import expect, sync_playwright
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell(f"from course.show.widgets import banks\n"
+                                          f"banks.bank_explorer(pattern='column', pad={pad})") for pad in (0, 1, 2)]
+    path = tmp_path / "explorer_width.ipynb"
+    nbformat.write(nb, path)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _serve(tmp_path, path) as lab, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(f"{lab['base']}/lab/tree/{path.name}?token={lab['token']}")
+            expect(page.locator(".jp-StatusBar-TextItem", has_text="| Idle")).to_be_visible(timeout=40_000)
+            page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+            page.locator(".lm-Menu-item:visible", has_text="Run All Cells").first.click()
+            expect(page.locator(".bank-explorer .bank-count")).to_have_count(3, timeout=60_000)
+            tiles = page.locator(".bank-explorer svg.bank-tile")
+            assert [tiles.nth(i).get_attribute("data-width") for i in range(3)] == ["32", "33", "34"]
+            page.wait_for_timeout(500)  # let the layout settle after the last widget's view
+            drawings = page.evaluate(_CUT_OFF)
+            assert len(drawings) == 6, drawings  # per explorer: the tile and the passes
+            cut = [d for d in drawings if d["scrolls"] or d["beyond"]]
+            assert not cut, f"drawings cut off at 1280 px: {cut}"
+        except BaseException:
+            page.locator(".bank-explorer").first.scroll_into_view_if_needed(timeout=2_000)
+            page.screenshot(path=str(ARTIFACTS / "browser-explorer-width.png"))
+            raise
+        finally:
+            browser.close()

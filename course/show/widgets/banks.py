@@ -457,6 +457,11 @@ def _lanes_text(lanes: list[int]) -> str:
     return f"{lanes[0]},…"
 
 
+# a drawing wider than its cell's output area shrinks to fit (the viewBox keeps it in proportion) instead of
+# being cut off behind a scrollbar
+_SHRINK = "max-width:100%;height:auto"
+
+
 def tile_svg(access: BankAccess, max_px: int = 720) -> str:
     """The tile as an SVG: each element coloured by its bank, padding greyed, the warp's reads outlined.
 
@@ -475,7 +480,7 @@ def tile_svg(access: BankAccess, max_px: int = 720) -> str:
             marked.setdefault((c[0], t.physical_col(*c)), []).append(lane)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="bank-tile" width="{w}" height="{h}" '
-        f'viewBox="0 0 {w} {h}" data-wavefronts="{access.wavefronts}" data-ideal="{access.ideal}" '
+        f'viewBox="0 0 {w} {h}" style="{_SHRINK}" data-wavefronts="{access.wavefronts}" data-ideal="{access.ideal}" '
         f'data-marked="{sum(len(v) for v in marked.values())}" data-rows="{t.rows}" data-width="{t.width}" '
         f'font-family="monospace" font-size="{font}">'
     ]
@@ -541,7 +546,7 @@ def passes_svg(passes: Sequence, itemsize: int = 4, addrs: Optional[Sequence] = 
         for b in banks:
             cells.setdefault((p.wavefront, b), []).append(lane)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="bank-passes" width="{w}" height="{h}" '
-             f'viewBox="0 0 {w} {h}" data-wavefronts="{n_pass}" font-family="monospace" font-size="{font}">']
+             f'viewBox="0 0 {w} {h}" style="{_SHRINK}" data-wavefronts="{n_pass}" font-family="monospace" font-size="{font}">']
     for b in range(BANKS):
         parts.append(f'<text x="{left + b * cell + cell / 2:.1f}" y="{top - 4}" text-anchor="middle" '
                      f'fill="#555">{b}</text>')
@@ -606,19 +611,20 @@ class BankExplorer:
                              layout=lay, continuous_update=False)
         self.w_summary = w.HTML(layout=w.Layout(min_height="2.5em"))
         self.w_summary.add_class("bank-summary")
-        self.w_tile = w.HTML()
+        self.w_tile = w.HTML(layout=w.Layout(max_width="100%"))
         self.w_tile.add_class("bank-tile-view")
-        self.w_passes = w.HTML()
+        self.w_passes = w.HTML(layout=w.Layout(max_width="100%"))
         self.w_passes.add_class("bank-passes-view")
         self.controls = [self.w_rows, self.w_cols, self.w_pad, self.w_itemsize, self.w_swizzle, self.w_pattern,
                          self.w_value, self.w_expr]
         for c in self.controls:
             c.observe(self._changed, names="value")
-        # the controls in a column on the left, the tile they change beside them; the passes below both
+        # the controls in a column on the left, the tile they change beside them where the output area is wide
+        # enough (about 1070 px), else below them at full size (a 32-column tile is 730 px wide); the passes below
         controls = w.VBox([self.w_rows, self.w_cols, self.w_itemsize, self.w_pad, self.w_swizzle, self.w_pattern,
                            self.w_value, self.w_expr], layout=w.Layout(min_width="320px", margin="0 16px 0 0"))
         self.widget = w.VBox([
-            w.HBox([controls, self.w_tile], layout=w.Layout(align_items="flex-start")),
+            w.HBox([controls, self.w_tile], layout=w.Layout(align_items="flex-start", flex_flow="row wrap")),
             self.w_summary,
             w.HTML("<b>The same access, bank by bank, pass by pass</b> (each pass delivers at most one "
                    "4-byte word per bank; lanes that share a word share its pass):"),
