@@ -405,7 +405,7 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
         per_loop.setdefault(inner(ln), []).append(u)
     dyn = static_kernel = dyn_kernel = 0.0
     other = 0
-    for ln, key, n, s in rows:
+    for ln, _key, n, s in rows:
         if ln is None:
             other += n
             continue
