@@ -79,6 +79,7 @@ class Constants:
     store_latency_s: float = 400e-9  # fitted: a block's stores draining before it retires
     default_registers: int = 32  # without compiler facts
     l1_latency_s: float = 40e-9  # fitted: a load that hits L1
+    barrier_s: float = 300e-9  # fitted: what one syncthreads adds to a block's chain
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
 
 
@@ -125,6 +126,7 @@ class Counts:
     ilp: float = 1.0
     partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
     atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
+    barriers: float = 0.0  # syncthreads a block passes (the whole launch's, per block)
     load_footprint: float = 0.0  # bytes of the arrays the loads touch
     loops: list = field(default_factory=list)
     kernel_file: str = ""
@@ -232,7 +234,7 @@ class LoopSampler:
 
 
 def loop_structure(code, trips: dict) -> list:
-    """The kernel's ``for … in range(…)`` loops: ``(first body line, last line, trips if the compiler can unroll it
+    """The kernel's loops (``for … in range(…)`` and ``while``): ``(header line, last line, trips if the compiler can unroll it
     fully, else None)``.  A loop whose bounds name no parameter and no local of the kernel has the same trips in
     every thread, known when the kernel compiles: ptxas unrolls such small loops completely, so their body's SASS
     holds one copy per trip."""
@@ -250,6 +252,9 @@ def loop_structure(code, trips: dict) -> list:
     local = {t.id for n in ast.walk(fn) for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
     out = []
     for node in ast.walk(fn):
+        if isinstance(node, ast.While):  # a grid-stride loop: the compiler may unroll it, never completely
+            out.append((node.lineno, node.end_lineno or node.lineno, None))
+            continue
         if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
                 and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"):
             continue
@@ -258,7 +263,7 @@ def loop_structure(code, trips: dict) -> list:
             isinstance(x, ast.Name) and (x.id in params or x.id in local) for x in parts)
         st = trips.get((code.co_filename, node.lineno))
         n = st[0] / st[2] if st and st[2] else None
-        out.append((node.body[0].lineno, node.end_lineno or node.lineno, n if fixed and n and n <= 64 else None))
+        out.append((node.lineno, node.end_lineno or node.lineno, n if fixed and n and n <= 64 else None))
     return out
 
 
@@ -274,10 +279,13 @@ class _Scaled:
         for row in report.by_line():
             f = scale_of.get(row.line, 1.0 if row.function == report.kernel else widest)
             self.rows.append((row, f))
+        self.report = report
         self.steps = {}
+        self.raw_steps = {}
         try:
             for line, n in report.line_steps().items():
                 self.steps[line] = n * scale_of.get(line, 1.0)
+                self.raw_steps[line] = n
         except RuntimeError:
             pass
 
@@ -492,9 +500,12 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         c.shared_requests += sc.total("shared", "load") + sc.total("shared", "store")
         c.atomics += sc.total("global", "atomic") + sc.total("shared", "atomic")
         c.steps += sum(sc.steps.values()) if sc.steps else 0.0
+        raw = sum(sc.raw_steps.values()) if sc.raw_steps else 0
+        c.barriers += sc.report.barriers() * (sum(sc.steps.values()) / raw if raw else 1.0)
     for k in ("gld_requests", "gld_sectors", "gst_requests", "gst_sectors", "shared_wavefronts",
               "shared_requests", "atomics", "steps"):
         setattr(c, k, getattr(c, k) * scale)
+    c.barriers /= sampled  # per block
     ratio, c.l1_hit, c.ilp, c.partial_stores, c.atomic_lanes = _lines_and_reuse(detail)
     c.lines = (c.gld_sectors + c.gst_sectors) * ratio
     c.loops = [list(x) for x in structure]
@@ -549,7 +560,9 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     trips = (c.gld_requests / warps) / max(1.0, c.ilp) if warps else 0.0
     store_drain = k.store_latency_s if c.gst_requests else 0.0
     lat = c.l1_hit * k.l1_latency_s + (1.0 - c.l1_hit) * k.latency_s
-    out["latency"] = max(1.0, waves) * (trips * lat + store_drain) if c.gld_requests else 0.0
+    # a barrier waits for the block's slowest warp: one more round of the chain
+    chain = trips * lat + store_drain + c.barriers * k.barrier_s
+    out["latency"] = max(1.0, waves) * chain if c.gld_requests else 0.0
     out["launch"] = k.launch_floor_s
     return out
 

@@ -35,7 +35,7 @@ from course.measure import measurements
 
 OUT = X.VALIDATION
 DOC = X.ROOT / "docs" / "explain_validation.md"
-FITTED = ("issue_efficiency", "latency_s", "l1_latency_s", "overlap", "l2_partial_sectors_per_s",
+FITTED = ("issue_efficiency", "latency_s", "l1_latency_s", "barrier_s", "overlap", "l2_partial_sectors_per_s",
           "store_latency_s", "instructions_per_step", "l2_resident_bytes")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 

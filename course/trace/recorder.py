@@ -70,6 +70,7 @@ class Recorder(RaceFinder):
         self.chunk_vals: list = []  # this chunk's values (analysis, races)
         self.init_races()
         self.bar_marks: list = []  # access count at each barrier release: the barrier epochs
+        self.barriers_total = 0  # barrier releases over the whole launch (bar_marks is per chunk)
         self.cur = [None]  # [the engine's module of this launch]: cur[0]._ts is the running thread
         self.user_ids = frozenset()  # id() of the kernel's and device functions' code objects
         self.lines_on = lines
@@ -118,6 +119,7 @@ class Recorder(RaceFinder):
 
     def on_barrier(self, block):
         self.bar_marks.append(len(self.flat) // 5)
+        self.barriers_total += 1
 
     def end_block(self, block):
         lau = _engine.launch_state()

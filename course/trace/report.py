@@ -420,6 +420,10 @@ class Report:
         rec.drain_divergence()
         return {line: b[0] for line, b in rec.branches.items()}
 
+    def barriers(self) -> int:
+        """Block-wide barriers (``syncthreads``) released, summed over the traced blocks."""
+        return self._rec.barriers_total
+
     def line_weights(self) -> dict:
         """How many source lines each marker stands for ``{marker line: n}`` (1 where absent)."""
         return dict(self._rec.line_weights)
