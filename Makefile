@@ -29,9 +29,13 @@ $(COMPILER): $(STAMP)
 ## the notebooks and exercises it lacks (course/mywork.py; never overwrites a file), so edits stay out of the
 ## checkout and `git pull` never collides with them; solutions/ is not in it.  jupyter/lab/settings/overrides.json
 ## answers JupyterLab's "news?" question with no (and no update checks), so no pop-up covers chapter 00.
+## jupyter/custom/custom.css (served with fonts/ at /custom/, in place of the user's own custom folder) lets
+## Chinese fall back to the course's CJK subset font where the system has no CJK font.
 LAB_OPTIONS = --allow-root --ip 127.0.0.1 --port $(PORT) \
 	  --LabApp.app_settings_dir=$(CURDIR)/jupyter/lab/settings \
-	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+	  --LabApp.custom_css=True \
+	  "--ServerApp.tornado_settings={'static_custom_path': ['$(CURDIR)/jupyter/custom', '$(CURDIR)/fonts']}"
 lab: $(STAMP)
 	$(BIN)/python course/mywork.py $(MY_WORK)  # by path: copying needs no backend
 	$(BIN)/jupyter lab $(LAB_OPTIONS) --ServerApp.root_dir=$(MY_WORK) \

@@ -13,6 +13,10 @@ import pathlib
 from dataclasses import dataclass
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+# A chapter, its exercises and its solutions have names of their own, so that JupyterLab's tabs (titled by
+# file name) say which is open: 07_reduction.ipynb, 07_reduction_exercises.ipynb, 07_reduction_solutions.ipynb.
+EXERCISES_SUFFIX = "_exercises.ipynb"
+SOLUTIONS_SUFFIX = "_solutions.ipynb"
 
 # The four source articles, by the number their file name starts with.
 SEEDS = {
@@ -36,6 +40,16 @@ class Chapter:
     @property
     def file(self) -> str:
         return f"{self.number:02d}_{self.slug}.ipynb"
+
+    @property
+    def exercises_file(self) -> str:
+        """Its graded exercises' notebook in exercises/ (generated from :attr:`solutions_file` in solutions/)."""
+        return f"{self.number:02d}_{self.slug}{EXERCISES_SUFFIX}"
+
+    @property
+    def solutions_file(self) -> str:
+        """Its exercises' solution notebook in solutions/ (the instructor's; the learner's lab does not show it)."""
+        return f"{self.number:02d}_{self.slug}{SOLUTIONS_SUFFIX}"
 
     @property
     def path(self) -> pathlib.Path:

@@ -23,7 +23,8 @@ myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"
 html_title = "How CUDA code becomes fast"
-html_static_path = ["_static"]
+# ../fonts: the CJK subset font and its licence (course.css names it), shared with the lab
+html_static_path = ["_static", "../fonts"]
 html_css_files = ["course.css"]
 html_copy_source = False
 html_show_sourcelink = False

@@ -15,12 +15,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _solution_source() -> str:
-    nb = json.loads((ROOT / "solutions" / "11_multi_gpu.ipynb").read_text())
+    nb = json.loads((ROOT / "solutions" / "11_multi_gpu_solutions.ipynb").read_text())
     for cell in nb["cells"]:
         src = "".join(cell["source"])
         if src.startswith("def split_sum"):
             return src
-    raise AssertionError("solutions/11_multi_gpu.ipynb has no split_sum cell")
+    raise AssertionError("solutions/11_multi_gpu_solutions.ipynb has no split_sum cell")
 
 
 def _compile(source: str):

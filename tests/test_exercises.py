@@ -324,17 +324,39 @@ def test_exercises_are_in_step_with_solutions():
 def test_build_check_notices_drift(tmp_path):
     sol, exe = tmp_path / "solutions", tmp_path / "exercises"
     sol.mkdir()
-    (sol / "05_transpose.ipynb").write_bytes((ROOT / "solutions/05_transpose.ipynb").read_bytes())
-    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose.ipynb"]
+    (sol / "05_transpose_solutions.ipynb").write_bytes((ROOT / "solutions/05_transpose_solutions.ipynb").read_bytes())
+    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose_exercises.ipynb"]
     assert not exe.exists()  # --check changes nothing
     E.build(solutions=sol, exercises=exe)
     assert E.build(check_only=True, solutions=sol, exercises=exe) == []
-    nb = nbformat.read(exe / "05_transpose.ipynb", as_version=4)
+    nb = nbformat.read(exe / "05_transpose_exercises.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "BEGIN SOLUTION" not in code and code.count("raise NotImplementedError") == 3
     nb.cells[0].source += " edited"
-    nbformat.write(nb, exe / "05_transpose.ipynb")
-    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose.ipynb"]
+    nbformat.write(nb, exe / "05_transpose_exercises.ipynb")
+    assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose_exercises.ipynb"]
+    # an exercise notebook left behind by a renamed solution is named, and a solution misnamed is refused
+    (exe / "05_transpose.ipynb").write_text("{}", encoding="utf-8")
+    assert any("05_transpose.ipynb" in d and "05_transpose_solutions.ipynb" in d
+               for d in E.build(check_only=True, solutions=sol, exercises=exe))
+    (sol / "05_transpose_solutions.ipynb").rename(sol / "05_transpose.ipynb")
+    with pytest.raises(SystemExit, match="rename it 05_transpose_solutions.ipynb"):
+        E.build(check_only=True, solutions=sol, exercises=exe)
+
+
+def test_a_chapter_its_exercises_and_its_solutions_have_names_of_their_own():
+    """JupyterLab titles a tab with the file's name: three tabs of chapter 07 must not all read 07_reduction.ipynb."""
+    from course.chapters import CHAPTERS
+
+    for c in CHAPTERS:
+        if not E.by_chapter(c.number):
+            continue
+        stem = f"{c.number:02d}_{c.slug}"
+        paths = (ROOT / "notebooks" / f"{stem}.ipynb", ROOT / "exercises" / f"{stem}_exercises.ipynb",
+                 ROOT / "solutions" / f"{stem}_solutions.ipynb")
+        assert all(p.is_file() for p in paths), [str(p.relative_to(ROOT)) for p in paths if not p.is_file()]
+    assert sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb")) == sorted(
+        p.name.replace("_solutions.ipynb", "_exercises.ipynb") for p in (ROOT / "solutions").glob("*.ipynb"))
 
 
 def test_committed_exercise_notebooks_carry_no_outputs():
@@ -352,12 +374,12 @@ def test_committed_exercise_notebooks_carry_no_outputs():
 
 
 def _solution_function(name):
-    """The function that solutions/<chapter>.ipynb defines for exercise ``name`` (its imports and solution cells run)."""
+    """The function that solutions/<chapter>_solutions.ipynb defines for exercise ``name`` (its imports and solution cells run)."""
     from course.chapters import CHAPTERS
 
     ex = E.get(name)
     chapter = next(c for c in CHAPTERS if c.number == ex.chapter)
-    return _run_definitions(ROOT / "solutions" / chapter.file)[ex.target]
+    return _run_definitions(ROOT / "solutions" / chapter.file.replace(".ipynb", "_solutions.ipynb"))[ex.target]
 
 
 def _run_definitions(path):
@@ -377,13 +399,13 @@ def _run_definitions(path):
 def test_every_chapter_has_its_exercises_in_its_solution_notebook():
     from course.chapters import CHAPTERS
 
-    files = {c.number: c.file for c in CHAPTERS}
+    stems = {c.number: f"{c.number:02d}_{c.slug}" for c in CHAPTERS}
     for ch in range(1, 11):
         names = [ex.name for ex in E.by_chapter(ch)]
         assert len(names) >= 3, (ch, names)
-        nb = nbformat.read(ROOT / "solutions" / files[ch], as_version=4)
+        nb = nbformat.read(ROOT / "solutions" / f"{stems[ch]}_solutions.ipynb", as_version=4)
         assert nb.metadata["course"]["exercises"] == names
-        assert (ROOT / "exercises" / files[ch]).is_file()
+        assert (ROOT / "exercises" / f"{stems[ch]}_exercises.ipynb").is_file()
 
 
 @pytest.mark.parametrize("name", list(E.EXERCISES))
@@ -400,7 +422,8 @@ def test_untouched_exercise_notebook_scores_zero(name):
 
     ex = E.get(name)
     chapter = next(c for c in CHAPTERS if c.number == ex.chapter)
-    v = E.judge(ex, _run_definitions(ROOT / "exercises" / chapter.file)[ex.target], seed=0)
+    v = E.judge(ex, _run_definitions(ROOT / "exercises" / chapter.file.replace(".ipynb", "_exercises.ipynb"))[ex.target],
+                seed=0)
     assert v.status == "not attempted" and v.score == 0, str(v)
 
 

@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
 # every solution, one untouched exercise notebook (the others are checked without a kernel, below), the fixtures
 # (the hostile fixtures are graded by tests/test_grade_sandbox.py)
-INPUTS = [ROOT / "solutions", ROOT / "exercises" / "05_transpose.ipynb", FIXTURES / "adversarial", FIXTURES / "wrong"]
+INPUTS = [ROOT / "solutions", ROOT / "exercises" / "05_transpose_exercises.ipynb", FIXTURES / "adversarial", FIXTURES / "wrong"]
 N_SOLUTIONS = len(list((ROOT / "solutions").glob("*.ipynb")))
 FIELDS = ["student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message"]
 GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grading"]
@@ -101,6 +101,30 @@ def test_every_untouched_exercise_scores_zero_without_a_kernel(path):
     for name in names:
         r = judge_isolated(found, E.get(name), launch_timeout=10)
         assert r["score"] == 0 and r["status"] == "not attempted", r
+
+
+@pytest.mark.parametrize("name", ["07_reduction_exercises.ipynb", "07_reduction_solutions.ipynb", "07_reduction.ipynb",
+                                  "bob_07_reduction_exercises.ipynb", "07_reduction_exercises (1).ipynb"])
+def test_the_chapter_number_in_a_file_name_picks_its_exercises(name):
+    """Exercise and solution notebooks are named NN_topic_exercises/_solutions: the grader still finds chapter NN's."""
+    from course import exercises as E
+    from course.grading.grade import expected_exercises
+
+    chapter_07 = [n for n in E.EXERCISES if n.startswith("07.")]  # exercise ids start with their chapter
+    assert len(chapter_07) >= 3 and expected_exercises(name, None) == chapter_07
+
+
+@pytest.mark.parametrize("parts, want", [
+    (["bob_05_transpose.ipynb"], ("bob", "05_transpose")),
+    (["bob_05_transpose_exercises.ipynb"], ("bob", "05_transpose")),
+    (["05_transpose_exercises.ipynb"], ("05_transpose_exercises", "05_transpose")),
+    (["alice", "alice-05_transpose_exercises.ipynb"], ("alice", "05_transpose")),
+    (["alice", "05_transpose", "05_transpose.ipynb"], ("alice", "05_transpose")),
+])
+def test_an_exercise_notebook_names_its_chapter_as_the_assignment(parts, want):
+    from course.grading.roster import roster_fields
+
+    assert roster_fields(parts) == want
 
 
 def test_wrong_solutions_fail_with_the_right_message(graded):

@@ -57,7 +57,7 @@ def _class(tmp: pathlib.Path) -> pathlib.Path:
     shutil.copy(HOSTILE / "gbk_name_01.ipynb", os.path.join(os.fsencode(sub), GBK_NAME))
     os.utime(os.path.join(os.fsencode(sub), GBK_NAME), (1800000000, 1800000000))  # 2027: late
     # links: one out of the folder (refused), one inside it (graded); a FIFO (refused, never read)
-    os.symlink(ROOT / "solutions" / "01_programming_model.ipynb", sub / "link_out_01_programming_model.ipynb")
+    os.symlink(ROOT / "solutions" / "01_programming_model_solutions.ipynb", sub / "link_out_01_programming_model.ipynb")
     os.symlink(ROOT / "solutions", sub / "linked_folder")
     os.mkfifo(sub / "fifo_01_programming_model.ipynb")
     return sub

@@ -99,6 +99,14 @@ def test_make_lab_opens_chapter_00(tmp_path):
                 heading = page.locator(".jp-RenderedMarkdown h1").first
                 heading.wait_for(timeout=60000)
                 assert _first_heading(START) in heading.inner_text()
+                # Chinese in the chapter can fall back to the course's own font (jupyter/custom/custom.css):
+                # it is in the content's font list and loads for a CJK term, system CJK fonts or none
+                font = page.evaluate("""async () => {
+                    const faces = await document.fonts.load("16px 'Course CJK'", "存储体冲突");
+                    return {family: getComputedStyle(document.querySelector('.jp-RenderedMarkdown')).fontFamily,
+                            loaded: faces.map(f => f.status), holds: document.fonts.check("16px 'Course CJK'", "存储体冲突")};
+                }""")
+                assert "Course CJK" in font["family"] and font["loaded"] == ["loaded"] and font["holds"], font
                 # the kernel started and told JupyterLab its language: opening alone changed nothing
                 page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=60000)
                 page.wait_for_timeout(1500)
@@ -114,8 +122,9 @@ def test_make_lab_opens_chapter_00(tmp_path):
                     names = {item["name"] for item in json.load(answer)["content"]}
                 assert {"notebooks", "exercises"} <= names and "solutions" not in names, names
                 # an exercise notebook opens clean too (its language_info is the chapters')
-                page.goto(f"{base}/lab/tree/exercises/07_reduction.ipynb?token={token}")
-                page.locator(".lm-TabBar-tab.jp-mod-current", has_text="07_reduction").first.wait_for(timeout=60000)
+                page.goto(f"{base}/lab/tree/exercises/07_reduction_exercises.ipynb?token={token}")
+                page.locator(".lm-TabBar-tab.jp-mod-current", has_text="07_reduction_exercises.ipynb").first.wait_for(
+                    timeout=60000)
                 page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=60000)
                 page.wait_for_timeout(1500)
                 assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, \
@@ -144,13 +153,13 @@ def test_my_work_copies_what_is_missing_and_never_overwrites(tmp_path, capsys):
     copied, changed = mywork.prepare(work)
     chapters = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert sorted(p.name for p in (work / "notebooks").glob("*.ipynb")) == chapters
-    assert (work / "exercises" / "07_reduction.ipynb").exists() and not (work / "solutions").exists()
+    assert (work / "exercises" / "07_reduction_exercises.ipynb").exists() and not (work / "solutions").exists()
     assert len(copied) == len(chapters) + len(list((ROOT / "exercises").glob("*.ipynb"))) and not changed
     mine = work / "notebooks" / START.name
     mine.write_text("the learner's edits", encoding="utf-8")
-    (work / "exercises" / "07_reduction.ipynb").unlink()  # deleted: copied again
+    (work / "exercises" / "07_reduction_exercises.ipynb").unlink()  # deleted: copied again
     copied, changed = mywork.prepare(work)
-    assert copied == [work / "exercises" / "07_reduction.ipynb"] and not changed
+    assert copied == [work / "exercises" / "07_reduction_exercises.ipynb"] and not changed
     assert mine.read_text(encoding="utf-8") == "the learner's edits"
     # the course changed a notebook after the learner's last save: named, still not overwritten
     os.utime(mine, (time.time() - 3600, time.time() - 3600))

@@ -213,9 +213,13 @@ def test_pages_in_chromium_stay_inside_the_site(served, browser):
                 problems.append(f"{path}: images that did not load: {bad}")
             if path.startswith(("05_", "07_")):
                 assert images, f"{path} shows no picture"  # plots arrive as image files
-            if path == "index.html":  # Chinese terms need a font that has them, from the reader's system
+            if path == "index.html":  # Chinese terms: the reader's CJK font, else the site's own subset font
                 fonts = page.evaluate("getComputedStyle(document.querySelector('h1')).fontFamily")
-                assert "Noto Sans CJK SC" in fonts and "Microsoft YaHei" in fonts, fonts
+                assert "Noto Sans CJK SC" in fonts and "Microsoft YaHei" in fonts and "Course CJK" in fonts, fonts
+            if path == "glossary.html":  # the site's font loads (from the site) and renders a glossary term
+                loaded = page.evaluate("""async () => (await document.fonts.load("16px 'Course CJK'", "存储体冲突"))
+                                          .map(f => f.status)""")
+                assert loaded == ["loaded"], f"glossary.html: the subset font did not load: {loaded}"
         finally:
             page.close()
     assert not problems, "\n".join(problems)

@@ -6,11 +6,23 @@ import argparse
 import pathlib
 import re
 
+from course import chapters
 from course.exercises.registry import EXERCISES, by_target
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES_DIR = ROOT / "exercises"
+
+
+def chapter_stem(name: str) -> str:
+    """``07_reduction`` for ``07_reduction_exercises.ipynb`` or ``07_reduction_solutions.ipynb`` (a path's name).
+
+    exercises/07_reduction_exercises.ipynb comes from solutions/07_reduction_solutions.ipynb (course.chapters says
+    why the names differ); the grader still reads the chapter from the leading number."""
+    for suffix in (chapters.EXERCISES_SUFFIX, chapters.SOLUTIONS_SUFFIX, ".ipynb"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 # exercises/ from solutions/
@@ -82,16 +94,20 @@ def exercise_notebook(solution_nb):
 
 
 def build(check_only: bool = False, solutions=SOLUTIONS, exercises=EXERCISES_DIR) -> list:
-    """Write exercises/*.ipynb from solutions/*.ipynb; with ``check_only``, return the drifted files instead."""
+    """Write exercises/NN_topic_exercises.ipynb from solutions/NN_topic_solutions.ipynb; with ``check_only``, return
+    the drifted files instead."""
     import nbformat
 
     drift = []
     exercises = pathlib.Path(exercises)
     wanted = set()
     for src in sorted(pathlib.Path(solutions).glob("*.ipynb")):
+        if not src.name.endswith(chapters.SOLUTIONS_SUFFIX):
+            raise SystemExit(f"{src}: a solution notebook's name ends in {chapters.SOLUTIONS_SUFFIX} (its exercise "
+                             f"notebook is named after it); rename it {src.stem}{chapters.SOLUTIONS_SUFFIX}")
         nb = nbformat.read(src, as_version=4)
         text = nbformat.writes(exercise_notebook(nb)) + "\n"
-        dst = exercises / src.name
+        dst = exercises / (chapter_stem(src.name) + chapters.EXERCISES_SUFFIX)
         wanted.add(dst.name)
         current = dst.read_text(encoding="utf-8") if dst.exists() else None
         if current != text:
@@ -101,7 +117,7 @@ def build(check_only: bool = False, solutions=SOLUTIONS, exercises=EXERCISES_DIR
                 dst.write_text(text, encoding="utf-8")
     for extra in sorted(pathlib.Path(exercises).glob("*.ipynb")):
         if extra.name not in wanted:
-            drift.append(f"{extra} (no solution notebook of that name)")
+            drift.append(f"{extra} (no solution notebook {chapter_stem(extra.name)}{chapters.SOLUTIONS_SUFFIX})")
     return drift
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import re
 import stat
 from dataclasses import dataclass
 
@@ -48,22 +49,26 @@ def display_name(raw: str) -> tuple:
 
 
 def _assignment_names() -> list:
-    return sorted({p.stem for p in (ROOT / "exercises").glob("*.ipynb")}, key=len, reverse=True)
+    """One assignment per exercise notebook, named by its chapter: ``07_reduction`` for 07_reduction_exercises.ipynb."""
+    from course.exercises.build import chapter_stem
+
+    return sorted({chapter_stem(p.name) for p in (ROOT / "exercises").glob("*.ipynb")}, key=len, reverse=True)
 
 
 def roster_fields(parts: list) -> tuple:
     """(student, assignment) from a path relative to the submissions folder.
 
     ``<student>/<assignment>/x.ipynb`` (nbgrader), ``<student>/x.ipynb``, or a flat ``x.ipynb`` where the
-    course notebook's name in the file name (``alice_05_transpose.ipynb``) gives the assignment."""
+    course notebook's name in the file name (``alice_05_transpose.ipynb``, ``alice_05_transpose_exercises.ipynb``)
+    gives the assignment."""
     stem = pathlib.PurePath(parts[-1]).stem
     known = [a for a in _assignment_names() if a in stem]
     if len(parts) >= 3:
         return parts[0], parts[1]
     if len(parts) == 2:
         return parts[0], known[0] if known else stem
-    if known:
-        student = stem.replace(known[0], "").strip("_- .")
+    if known:  # bob_07_reduction.ipynb, bob_07_reduction_exercises.ipynb: bob
+        student = re.sub(re.escape(known[0]) + "(_exercises|_solutions)?", "", stem, count=1).strip("_- .")
         return student or stem, known[0]
     return stem, ""
 

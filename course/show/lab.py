@@ -400,6 +400,7 @@ def lab_paths() -> None:
 
     for path in LAB_PATHS:
         rows = [[f"{s.minutes} min", f"{chapters.chapter(s.chapter).file} {s.sections}", s.doing] for s in path.steps]
-        rows.append([f"{path.exercise_minutes} min", "exercises", ", ".join(path.exercises)])
+        notebooks = dict.fromkeys(f"exercises/{chapters.chapter(int(e[:2])).exercises_file}" for e in path.exercises)
+        rows.append([f"{path.exercise_minutes} min", ", ".join(notebooks), ", ".join(path.exercises)])
         display.show(display.Table(["time", "where", "what"], rows,
                                    title=f"{path.title} ({path.minutes} min; for: {path.audience})"))
