@@ -144,7 +144,7 @@ def test_wrong_solutions_fail_for_the_right_reason(which, expect):
         traced = re.search(r"\[input n=(\d+)", msg)
         if traced:
             n = int(traced.group(1))
-            words = [w.format(n=n, warps=-(-n // 32)) for w in words]
+            words = [w.replace("{n}", str(n)).replace("{warps}", str(-(-n // 32))) for w in words]
         if r["status"] != status or int(r["score"]) >= int(r["max_score"]):
             problems.append(f"{name}: {r['status']} {r['score']}/{r['max_score']}, expected {status}: {msg}")
         problems += [f"{name}: {w!r} not in the message: {msg}" for w in words if w not in msg]

@@ -18,7 +18,7 @@ CHEATS = ROOT / "tests" / "fixtures" / "submissions" / "cheats"
 
 
 def _judged(name, **opts):
-    from course.grade import judge_submission
+    from course.grading.grade import judge_submission
 
     data = (CHEATS / name).read_bytes()
     record = judge_submission(name, data, {"launch_timeout": 20, "salt": "fixed for the test", **opts})
@@ -35,9 +35,9 @@ def _not_full(rows):
 
 def test_a_race_on_one_global_word_costs_the_point_and_names_its_line():
     _, rows = _judged("races.ipynb")
-    assert set(rows) == {"06.sum_grid_stride", "07.tree_sum", "02.count_positive"}
+    assert set(rows) == {"06.sum_grid_stride", "06.dot_grid_stride", "02.count_positive"}
     assert not _not_full(rows), _not_full(rows)
-    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("07.tree_sum", "`out[0] += s[0]`"),
+    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("06.dot_grid_stride", "`out[0] += s`"),
                        ("02.count_positive", "`out[0] += cuda.popc(mask)`")]:
         msg = rows[name]["message"]
         assert "no race between threads" in msg and "race on global array `out`" in msg and line in msg, msg
@@ -111,7 +111,7 @@ def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
 
 
 def test_every_stored_string_is_bounded():
-    from course.grade import bounded
+    from course.grading.grade import bounded
 
     got = bounded({"a": ["x" * 5000, {"b": "y" * 10}], "n": 3}, 100)
     assert got["a"][0] == "x" * 100 + " … [4,900 more characters cut]" and got["a"][1] == {"b": "y" * 10}

@@ -208,7 +208,8 @@ def test_gpu_script_dry_run(tmp_path):
     lat = {r["variant"] for r in json.loads((tmp_path / "memory_latency.json").read_text())}
     # the claims ledger reads these variants: keep the names in step with data/claims.json
     ledger = json.loads((ROOT / "data" / "claims.json").read_text())
-    checks = [c["check"] for c in ledger if c.get("check")]
+    # a pending claim's "planned" measurement names a variant no script makes yet: only made ones must exist
+    checks = [c["check"] for c in ledger if c.get("check") and not c.get("planned")]
     checks += [sub for ch in checks if ch["kind"] == "all" for sub in ch["checks"]]  # an all-of check's parts
     wanted = {ch[side]["variant"] for ch in checks for side in ("a", "b")
               if side in ch and ch[side].get("benchmark") == "memory_latency"}

@@ -50,6 +50,7 @@ import numpy as np
 
 import course
 from course import device as _dev
+from course.measure.sampling import LOOP_CAP, LoopSampler, Scaled, loop_structure
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VALIDATION = ROOT / "data" / "explain_validation.json"
@@ -182,116 +183,6 @@ class Explanation:
 
 
 # --- counting --------------------------------------------------------------------------------------------------
-
-LOOP_CAP = 16  # a ``for … in range(…)`` of more trips runs only its first LOOP_CAP (its lines' counts are scaled)
-
-
-class LoopSampler:
-    """Stands in for ``range`` in the kernel's module while it is traced: long loops run their first
-    :data:`LOOP_CAP` trips, and each loop's header line keeps (trips asked for, trips run)."""
-
-    def __init__(self, cap: int = LOOP_CAP):
-        self.cap = cap
-        self.trips: dict = {}  # (filename, header line) -> [asked, run, calls]
-
-    def __call__(self, *a):
-        import sys
-
-        r = range(*a)
-        f = sys._getframe(1)
-        st = self.trips.setdefault((f.f_code.co_filename, f.f_lineno), [0, 0, 0])
-        st[0] += len(r)
-        st[2] += 1
-        if len(r) <= self.cap:
-            st[1] += len(r)
-            return r
-        st[1] += self.cap
-        return r[: self.cap]
-
-    def scales(self, code) -> dict:
-        """``{line: factor}`` for the lines of ``code``'s file inside sampled loops (nested loops multiply)."""
-        import ast
-        import inspect
-
-        sampled = {ln: asked / run for (fname, ln), (asked, run, _calls) in self.trips.items()
-                   if fname == code.co_filename and run and asked > run}
-        if not sampled:
-            return {}
-        try:
-            tree = ast.parse(open(code.co_filename).read())
-        except (OSError, SyntaxError):
-            try:
-                tree = ast.parse(inspect.getsource(code))
-            except (OSError, TypeError, SyntaxError):
-                return {}
-        out: dict = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.For) and node.lineno in sampled:
-                f = sampled[node.lineno]
-                for ln in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
-                    out[ln] = out.get(ln, 1.0) * f
-        return out
-
-
-def loop_structure(code, trips: dict) -> list:
-    """The kernel's loops (``for … in range(…)`` and ``while``): ``(header line, last line, trips if the compiler can unroll it
-    fully, else None)``.  A loop whose bounds name no parameter and no local of the kernel has the same trips in
-    every thread, known when the kernel compiles: ptxas unrolls such small loops completely, so their body's SASS
-    holds one copy per trip."""
-    import ast
-
-    try:
-        tree = ast.parse(open(code.co_filename).read())
-    except (OSError, SyntaxError):
-        return []
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= code.co_firstlineno + 1
-               and n.name == code.co_name and (n.end_lineno or 0) >= code.co_firstlineno), None)
-    if fn is None:
-        return []
-    params = {a.arg for a in fn.args.args}
-    local = {t.id for n in ast.walk(fn) for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
-    out = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.While):  # a grid-stride loop: the compiler may unroll it, never completely
-            out.append((node.lineno, node.end_lineno or node.lineno, None))
-            continue
-        if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
-                and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"):
-            continue
-        parts = list(ast.walk(node.iter))[1:]
-        fixed = all(not isinstance(x, (ast.Attribute, ast.Subscript, ast.Call)) for x in parts) and not any(
-            isinstance(x, ast.Name) and (x.id in params or x.id in local) for x in parts)
-        st = trips.get((code.co_filename, node.lineno))
-        n = st[0] / st[2] if st and st[2] else None
-        out.append((node.lineno, node.end_lineno or node.lineno, n if fixed and n and n <= 64 else None))
-    return out
-
-
-class _Scaled:
-    """A report's per-line counts with the sampled loops' lines scaled up (what the full loops would count)."""
-
-    def __init__(self, report, scale_of: dict, loops=()):
-        self.loops = list(loops)
-        self.rows = []
-        # a sampled loop's lines (the kernel's file); accesses in a device function of another file (a 16-byte load
-        # helper, say) are counted where the helper's lines are: scaled like the kernel's longest sampled loop
-        widest = max(scale_of.values(), default=1.0)
-        for row in report.by_line():
-            f = scale_of.get(row.line, 1.0 if row.function == report.kernel else widest)
-            self.rows.append((row, f))
-        self.report = report
-        self.steps = {}
-        self.raw_steps = {}
-        try:
-            for line, n in report.line_steps().items():
-                self.steps[line] = n * scale_of.get(line, 1.0)
-                self.raw_steps[line] = n
-        except RuntimeError:
-            pass
-
-    def total(self, space, op, what="requests") -> float:
-        return sum(getattr(r, what) * f for r, f in self.rows if r.space == space and r.op == op)
-
 
 def _sample(total: int, n: int) -> list:
     if total <= n:
@@ -487,7 +378,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     first_loops = LoopSampler()
     first_loops.trips = first_trips
     structure = loop_structure(code, loops.trips)
-    scaled = [_Scaled(first, first_loops.scales(code), structure)] + [_Scaled(r, scale_all) for r in reports[1:]]
+    scaled = [Scaled(first, first_loops.scales(code), structure)] + [Scaled(r, scale_all) for r in reports[1:]]
     sampled = 1 + len(rest)
     scale = nblocks / sampled
     c = Counts(blocks=nblocks, sampled=sampled, threads_per_block=tpb)
