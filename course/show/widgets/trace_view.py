@@ -14,7 +14,6 @@ by hand, the tracer's count on the CPU, and the count Nsight Compute measured on
 from __future__ import annotations
 
 import html
-import json
 import math
 import pathlib
 from dataclasses import dataclass, field
