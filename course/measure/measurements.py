@@ -102,9 +102,9 @@ def latest(benchmark: str, data_dir=None) -> list:
 
 
 def record(records: Iterable[dict], variant: str, **where) -> Optional[dict]:
-    """The record of ``variant`` among ``records`` whose fields equal ``where`` (the last one), or None."""
+    """The first record of ``variant`` among ``records`` whose fields equal ``where``, or None."""
     hits = select(records, variant=variant, **where)
-    return hits[-1] if hits else None
+    return hits[0] if hits else None
 
 
 def select(records: Iterable[dict], **where) -> list:
