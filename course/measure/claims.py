@@ -237,8 +237,7 @@ def load(path=CLAIMS) -> list:
 
 
 def _read_records(directory):
-    """Every record of every run under ``directory``, read by :func:`course.measure.measurements.load_all`
-    (a file that cannot be read raises its :class:`~course.measure.measurements.MeasurementError`)."""
+    """Every record of every run under ``directory`` (:func:`course.measure.measurements.load_all`)."""
     for benchmark, recs in measurements.load_all(directory).items():
         for r in recs:
             if "benchmark" in r and "variant" in r:
@@ -246,21 +245,16 @@ def _read_records(directory):
 
 
 def load_records(directory=MEASUREMENTS) -> dict:
-    """{(benchmark, variant): record} over the most recent run of each benchmark (dry runs and failures left
-    out): :func:`course.measure.measurements.latest_records`, each record knowing its file."""
+    """{(benchmark, variant): record} of each benchmark's latest run (:func:`measurements.latest_records`)."""
     return {key: dict(r, _file=f"{key[0]}.json") for key, r in measurements.latest_records(directory).items()}
 
 
-#: ``run`` for :meth:`Records.find` when any run will do (``None`` is a record without a run id).
-ANY_RUN = object()
+ANY_RUN = object()  # ``run`` for :meth:`Records.find` when any run will do (None: a record without a run id)
 
 
 class Records:
-    """Every recorded run (all records per (benchmark, variant), newest first) and the Nsight Compute cases.
-
-    A ratio divides two records of one run: :meth:`find` takes the run, and :func:`measure` looks for the
-    newest run that recorded both sides.
-    """
+    """Every recorded run (all records per (benchmark, variant), newest first) and the Nsight Compute cases;
+    a ratio divides two records of one run (:meth:`find` takes the run, :func:`measure` picks it)."""
 
     def __init__(self, directory=MEASUREMENTS, validation=VALIDATION, records=None, cases=None):
         self.by_key: dict = {}
@@ -301,10 +295,8 @@ class Records:
 
     def runs(self, ref) -> list:
         """The runs that recorded what a reference names, newest first (a case: the validation run)."""
-        if "file" in ref:
-            return [None]
-        if "case" in ref:
-            return [self.validation_provenance.get("run")] if ref["case"] in self.cases else []
+        if "file" in ref or "case" in ref:
+            return [None if "file" in ref else self.validation_provenance.get("run")]
         out = []
         for r in self.matching(ref):
             if r.get("run") not in out:
