@@ -203,3 +203,26 @@ def test_missing_numbers_keep_a_column_numeric_and_floats_are_short():
     assert lines[1].endswith("  12.5") and lines[3].endswith("0.5954")  # right-aligned, 4 digits
     assert len(lines[1]) == len(lines[3])
     assert display.fmt(2129017.001) == "2129017" and display.fmt(3) == "3"
+
+
+def test_trace_version_traces_at_the_registrys_launch_checks_and_returns_totals(monkeypatch, capsys):
+    from course.kernels import transpose as T
+
+    monkeypatch.delenv("COURSE_STRICT", raising=False)
+    v = T.TRANSPOSE_VERSIONS["naive"]
+    a = np.arange(64 * 128, dtype=np.int32).reshape(64, 128)
+    out = np.full((128, 64), -1, np.int32)
+    t = lab.trace_version("naive", None, v, ((64, 128),), (a,), out, a.T, started=-1)
+    np.testing.assert_array_equal(out, a.T)
+    # by hand: a warp reads 32 neighbours of one row (128 bytes: 4 sectors) and writes them 64 elements apart
+    # (32 sectors); 2x4 blocks of 32x32 threads = 256 warps, one request each way
+    assert (t["global_load_requests"], t["global_load_sectors"]) == (256, 4 * 256)
+    assert (t["global_store_requests"], t["global_store_sectors"]) == (256, 32 * 256)
+    assert capsys.readouterr().out == ""
+    # the learner's kernel replaces the registry's at the same launch; `wrong` is judged on the output after it
+    seen = []
+    out = np.full((128, 64), -1, np.int32)
+    lab.trace_version("mine", T.TRANSPOSE_VERSIONS["tile_32x33"].kernel, v, ((64, 128),), (a,), out, a.T + 1,
+                      wrong=lambda o: seen.append(o.copy()) or o != a.T + 1, started=-1)
+    np.testing.assert_array_equal(seen[0], a.T)
+    assert "mine: not NumPy's answer: 8192 of 8192 elements differ" in capsys.readouterr().out

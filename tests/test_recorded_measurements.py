@@ -84,3 +84,73 @@ def test_the_recorded_copy_ceilings_are_of_one_run_and_stream_at_hbm_speed():
     assert 2400 < hbm["gbps"] < 4800
     # size is the buffer's bytes; the HBM copy's two buffers overflow the L2 many times, the L2 copy's fit in it
     assert hbm["bytes"] == 2 * hbm["size"][0] > 10 * 50 * 2**20 and l2["bytes"] == 2 * l2["size"][0] <= 50 * 2**20
+
+
+# --- the one reader: measurements.py reads every recorded file, for the ledger and the widgets too -----------------
+
+
+def _r(variant, run, date, **fields):
+    return dict(benchmark="b", variant=variant, run=run, date=date, device="NVIDIA H200", **fields)
+
+
+def test_latest_records_keep_one_run_per_benchmark(tmp_path):
+    from course.measure import measurements
+
+    (tmp_path / "b.json").write_text(json.dumps([
+        _r("slow", "old", "2026-11-01T00:00:00", ms=9.0), _r("only_old", "old", "2026-11-01T00:00:00", ms=1.0),
+        _r("slow", "new", "2026-11-02T00:00:00", ms=5.0), _r("dry", "new", "2026-11-02T00:00:00", ms=0.1, dry_run=True)]))
+    got = measurements.latest_records(tmp_path)
+    # the newest run only: its 5 ms, not the older 9 ms; a variant of the older run alone is not mixed in
+    assert {k: r["ms"] for k, r in got.items()} == {("b", "slow"): 5.0}
+    assert measurements.record(measurements.latest("b", tmp_path), "slow")["run"] == "new"
+    assert measurements.record(measurements.load("b", tmp_path), "missing") is None
+
+
+def test_the_ledger_reads_through_the_same_reader_and_stops_at_a_corrupt_file(tmp_path):
+    from course.measure import claims, measurements
+
+    (tmp_path / "b.json").write_text(json.dumps([_r("slow", "r1", "2026-11-01T00:00:00", ms=1.0)]))
+    (tmp_path / "broken.json").write_text("[{not json")
+    # before, the ledger skipped a corrupt file silently and judged without it; now it says which file
+    with pytest.raises(measurements.MeasurementError, match="broken.json.*Restore it from git"):
+        claims.Records(directory=tmp_path, validation=None)
+    with pytest.raises(measurements.MeasurementError, match="broken.json"):
+        claims.load_records(tmp_path)
+
+
+def test_a_ratio_of_the_ledger_never_divides_records_of_two_runs():
+    from course.measure import claims
+
+    ratio = {"kind": "ratio", "a": {"benchmark": "b", "variant": "slow", "field": "ms"},
+             "b": {"benchmark": "b", "variant": "fast", "field": "ms"}, "range": [2, 3]}
+    # the newest run measured only `slow` (10 ms); the older one measured both (5 / 2 ms): 2.5, from the older run
+    store = claims.Records(records=[_r("slow", "new", "2026-11-02T00:00:00", ms=10.0),
+                                    _r("slow", "old", "2026-11-01T00:00:00", ms=5.0),
+                                    _r("fast", "old", "2026-11-01T00:00:00", ms=2.0)], cases={})
+    value, verdict, evidence = claims.judge(ratio, store)
+    assert (value, verdict) == (2.5, "confirmed")
+    assert evidence.count("run old") == 2 and "run new" not in evidence
+    # each side recorded in another run only: no ratio at all (pending), not 10 / 2
+    apart = claims.Records(records=[_r("slow", "new", "2026-11-02T00:00:00", ms=10.0),
+                                    _r("fast", "old", "2026-11-01T00:00:00", ms=2.0)], cases={})
+    assert claims.judge(ratio, apart) == (None, None, None)
+    # a record over a validation case: two runs, never divided
+    mixed = dict(ratio, b={"case": "c", "field": ["ncu", "n"]})
+    cases = claims.Records(records=[_r("slow", "new", "2026-11-02T00:00:00", ms=10.0)], cases={"c": {"ncu": {"n": 5}}})
+    assert claims.judge(mixed, cases) == (None, None, None)
+
+
+def test_the_validation_run_has_one_schema_and_a_message_for_another(tmp_path):
+    from course.measure import measurements
+
+    p = tmp_path / "tracer_validation.json"
+    assert measurements.validation_run(p) == ({}, {}) and measurements.hardware_counts(p) == {}
+    p.write_text(json.dumps({"provenance": {"run": "r9", "device": "NVIDIA H200"},
+                             "cases": [{"name": "k[1]", "ncu": {"global_load_requests": 4.0, "note": "x"}},
+                                       {"name": "k[2]", "ncu": None, "error": "ncu failed"}]}))
+    cases, prov = measurements.validation_run(p)
+    assert set(cases) == {"k[1]", "k[2]"} and prov["run"] == "r9"
+    assert measurements.hardware_counts(p) == {"k[1]": {"global_load_requests": 4}}
+    p.write_text('[{"name": "k[1]", "ncu": {}}]')  # the list some older readers also accepted
+    with pytest.raises(measurements.MeasurementError, match="tracer_validation.json.*validate_tracer.py"):
+        measurements.validation_run(p)

@@ -387,8 +387,8 @@ def test_three_way_evidence(tmp_path):
     # 2 tiles = 64 warps; a column read is 32 wavefronts each: 2048, by hand
     assert {e.metric: e.arithmetic for e in rows}["shared_load_wavefronts"] == 64 * 32
     path = tmp_path / "tracer_validation.json"
-    path.write_text('[{"name": "shared_memory.tile_columns", "ncu": {"shared_load_requests": 64, '
-                    '"shared_load_wavefronts": 2047}, "device": "NVIDIA H200"}]')
+    path.write_text('{"provenance": {"device": "NVIDIA H200"}, "cases": [{"name": "shared_memory.tile_columns", '
+                    '"ncu": {"shared_load_requests": 64, "shared_load_wavefronts": 2047}}]}')
     hw = tv.hardware_counts(path)
     rows = tv.evidence(case, totals, hw)
     agree = {e.metric: e.agree for e in rows}

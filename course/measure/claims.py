@@ -58,6 +58,7 @@ import re
 import sys
 
 from course import chapters
+from course.measure import measurements
 from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -236,34 +237,24 @@ def load(path=CLAIMS) -> list:
 
 
 def _read_records(directory):
-    directory = pathlib.Path(directory)
-    if not directory.is_dir():
-        return
-    for path in sorted(directory.glob("*.json")):
-        try:
-            recs = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(recs, list):
-            continue
+    """Every record of every run under ``directory`` (:func:`course.measure.measurements.load_all`)."""
+    for benchmark, recs in measurements.load_all(directory).items():
         for r in recs:
-            if not isinstance(r, dict) or r.get("dry_run") or r.get("failed") or "benchmark" not in r or "variant" not in r:
-                continue
-            yield dict(r, _file=path.name)
+            if "benchmark" in r and "variant" in r:
+                yield dict(r, _file=f"{benchmark}.json")
 
 
 def load_records(directory=MEASUREMENTS) -> dict:
-    """Recorded GPU runs: {(benchmark, variant): record}, the newest record per pair; dry runs are skipped."""
-    out: dict = {}
-    for r in _read_records(directory):
-        key = (r["benchmark"], r["variant"])
-        if key not in out or str(r.get("date", "")) >= str(out[key].get("date", "")):
-            out[key] = r
-    return out
+    """{(benchmark, variant): record} of each benchmark's latest run (:func:`measurements.latest_records`)."""
+    return {key: dict(r, _file=f"{key[0]}.json") for key, r in measurements.latest_records(directory).items()}
+
+
+ANY_RUN = object()  # ``run`` for :meth:`Records.find` when any run will do (None: a record without a run id)
 
 
 class Records:
-    """Every recorded run (all records per (benchmark, variant), newest first) and the Nsight Compute cases."""
+    """Every recorded run (all records per (benchmark, variant), newest first) and the Nsight Compute cases;
+    a ratio divides two records of one run (:meth:`find` takes the run, :func:`measure` picks it)."""
 
     def __init__(self, directory=MEASUREMENTS, validation=VALIDATION, records=None, cases=None):
         self.by_key: dict = {}
@@ -277,13 +268,8 @@ class Records:
         self.validation_provenance: dict = {}
         if cases is not None:
             self.cases = dict(cases)
-        elif validation is not None and pathlib.Path(validation).is_file():
-            try:
-                data = json.loads(pathlib.Path(validation).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = {}
-            self.cases = {c["name"]: c for c in data.get("cases", []) if isinstance(c, dict) and "name" in c}
-            self.validation_provenance = data.get("provenance", {})
+        elif validation is not None:
+            self.cases, self.validation_provenance = measurements.validation_run(validation)
 
     @classmethod
     def of(cls, records):
@@ -294,16 +280,28 @@ class Records:
             return records
         return cls(records=list(records.values()), validation=None)
 
-    def find(self, ref, run=None):
-        """The newest record matching a reference (preferring ``run``), or None."""
+    def matching(self, ref) -> list:
+        """Every record a reference names (benchmark, variant, ``where``), newest first."""
         recs = self.by_key.get((ref["benchmark"], ref["variant"]), [])
         where = ref.get("where") or {}
-        matches = [r for r in recs if all(_same(r.get(k), v) for k, v in where.items())]
-        if run is not None:
-            same_run = [r for r in matches if r.get("run") == run]
-            if same_run:
-                return same_run[0]
+        return [r for r in recs if all(_same(r.get(k), v) for k, v in where.items())]
+
+    def find(self, ref, run=ANY_RUN):
+        """The newest record matching a reference, of run ``run`` only when given; None when there is none."""
+        matches = self.matching(ref)
+        if run is not ANY_RUN:
+            matches = [r for r in matches if r.get("run") == run]
         return matches[0] if matches else None
+
+    def runs(self, ref) -> list:
+        """The runs that recorded what a reference names, newest first (a case: the validation run)."""
+        if "file" in ref or "case" in ref:
+            return [None if "file" in ref else self.validation_provenance.get("run")]
+        out = []
+        for r in self.matching(ref):
+            if r.get("run") not in out:
+                out.append(r.get("run"))
+        return out
 
 
 def _same(have, want) -> bool:
@@ -330,7 +328,7 @@ def _field_name(field) -> str:
     return ".".join(field) if isinstance(field, list) else str(field)
 
 
-def _resolve(store: Records, ref, run=None):
+def _resolve(store: Records, ref, run=ANY_RUN):
     """(value, run, evidence text) for one reference (times its ``scale``, default 1), or (None, None, None)."""
     value, run_, evidence = _resolve1(store, ref, run)
     if value is not None and ref.get("scale") is not None:
@@ -339,7 +337,7 @@ def _resolve(store: Records, ref, run=None):
     return value, run_, evidence
 
 
-def _resolve1(store: Records, ref, run=None):
+def _resolve1(store: Records, ref, run=ANY_RUN):
     if "file" in ref:  # another recorded file of data/ (a compiler report, say): a field of its JSON
         path = ROOT / ref["file"]
         try:
@@ -362,7 +360,7 @@ def _resolve1(store: Records, ref, run=None):
     where = ref.get("where") or {}
     at = "".join(f", {k}={v}" for k, v in where.items())
     if ref.get("over"):
-        rec, value = _aggregate(store, ref)
+        rec, value = _aggregate(store, ref, run)
         if value is None:
             return None, None, None
         return value, rec.get("run"), (
@@ -380,14 +378,12 @@ def _resolve1(store: Records, ref, run=None):
 _OVER = {"sum": sum, "max": max, "min": min, "count": len}
 
 
-def _aggregate(store: Records, ref):
-    """(newest record, the field combined over every matching record of that record's run)."""
-    newest = store.find(ref)
+def _aggregate(store: Records, ref, run=ANY_RUN):
+    """(newest record of ``run``, or of any run, the field combined over every matching record of its run)."""
+    newest = store.find(ref, run)
     if newest is None:
         return None, None
-    where = ref.get("where") or {}
-    recs = [r for r in store.by_key.get((ref["benchmark"], ref["variant"]), [])
-            if r.get("run") == newest.get("run") and all(_same(r.get(k), v) for k, v in where.items())]
+    recs = [r for r in store.matching(ref) if r.get("run") == newest.get("run")]
     vals = []
     for r in recs:
         v = _dig(r, ref["field"])
@@ -427,16 +423,20 @@ def measure(check, records) -> tuple:
                 return value, (f"data/measurements/{rec['_file']}: {variant} ({rec.get('device', '?')}, "
                                f"{str(rec.get('date', '?'))[:10]}, run {rec.get('run', '?')}), {check['name']}")
         return None, None
-    a, run, ev_a = _resolve(store, check["a"])
-    if a is None:
-        return None, None
     if kind == "value":
-        return a, ev_a
-    b, _run, ev_b = _resolve(store, check["b"], run)
-    if b is None or b == 0 or (kind == "loss" and a == 0):
-        return None, None
-    value = a / b if kind == "ratio" else 1.0 - b / a
-    return value, f"{ev_a} vs {ev_b}"
+        a, _run, ev_a = _resolve(store, check["a"])
+        return (None, None) if a is None else (a, ev_a)
+    # a ratio compares records of one run: the newest run that recorded both sides, never one of each
+    for run in store.runs(check["a"]):
+        a, run_a, ev_a = _resolve(store, check["a"], run)
+        b, run_b, ev_b = _resolve(store, check["b"], run_a)
+        if a is None or b is None or run_a != run_b:
+            continue
+        if b == 0 or (kind == "loss" and a == 0):
+            return None, None
+        value = a / b if kind == "ratio" else 1.0 - b / a
+        return value, f"{ev_a} vs {ev_b}"
+    return None, None
 
 
 _UNITS = {"dram": "dram__throughput", "l2": "lts__throughput", "l1": "l1tex__throughput", "sm": "sm__throughput"}

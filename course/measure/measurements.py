@@ -27,23 +27,49 @@ def path(benchmark: str, data_dir=None) -> pathlib.Path:
     return pathlib.Path(data_dir or DATA_DIR) / f"{benchmark}.json"
 
 
-def load(benchmark: str, data_dir=None) -> list:
-    """Every real GPU record of ``benchmark`` (an empty list when it was never measured).
+def read(p: pathlib.Path) -> list:
+    """The JSON list of records in file ``p`` as written, or [] when it does not exist.
 
-    Dry-run records (``dry_run: true``, written when a benchmark script is tested on the CPU) and
-    records of failures (``failed``: a version that did not pass its check) are left out: they are
-    not measurements.
+    The one place a recorded file is parsed: a file that is not a JSON list raises
+    :class:`MeasurementError` naming the file and what to do, never a silent skip.
     """
-    p = path(benchmark, data_dir)
+    p = pathlib.Path(p)
     if not p.exists():
         return []
     try:
-        records = json.loads(p.read_text())
+        records = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or re-run the benchmark.") from e
     if not isinstance(records, list):
-        raise MeasurementError(f"{p}: expected a JSON list of records, found {type(records).__name__}.")
+        raise MeasurementError(f"{p}: expected a JSON list of records, found {type(records).__name__}. "
+                               f"Restore it from git or re-run the benchmark.")
+    return records
+
+
+def measured_only(records: Iterable) -> list:
+    """The records that are measurements: not dry runs (``dry_run: true``, a benchmark script tested on the
+    CPU) and not failures (``failed``: a version that did not pass its check)."""
     return [r for r in records if isinstance(r, dict) and not r.get("dry_run") and not r.get("failed")]
+
+
+def load(benchmark: str, data_dir=None) -> list:
+    """Every real GPU record of ``benchmark``, every run (an empty list when it was never measured).
+
+    Dry-run records and records of failures are left out (:func:`measured_only`); a file that cannot be
+    read raises :class:`MeasurementError`.
+    """
+    return measured_only(read(path(benchmark, data_dir)))
+
+
+def benchmarks(data_dir=None) -> list:
+    """The benchmarks with a recorded file, by name."""
+    d = pathlib.Path(data_dir or DATA_DIR)
+    return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+
+
+def load_all(data_dir=None) -> dict:
+    """``{benchmark: load(benchmark)}`` for every recorded file: every run of each."""
+    return {b: load(b, data_dir) for b in benchmarks(data_dir)}
 
 
 def runs(records: Iterable[dict]) -> list:
@@ -62,7 +88,23 @@ def latest_run(records: Iterable[dict]) -> list:
     ids = runs(records)
     if not ids:
         return []
-    return [r for r in records if r.get("run") == ids[-1]]
+    return of_run(records, ids[-1])
+
+
+def of_run(records: Iterable[dict], run: str) -> list:
+    """The records of run ``run``."""
+    return [r for r in records if r.get("run") == run]
+
+
+def latest(benchmark: str, data_dir=None) -> list:
+    """The records of ``benchmark``'s most recent run: what a chapter compares within."""
+    return latest_run(load(benchmark, data_dir))
+
+
+def record(records: Iterable[dict], variant: str, **where) -> Optional[dict]:
+    """The first record of ``variant`` among ``records`` whose fields equal ``where``, or None."""
+    hits = select(records, variant=variant, **where)
+    return hits[0] if hits else None
 
 
 def select(records: Iterable[dict], **where) -> list:
@@ -154,3 +196,49 @@ def of_copy(gbps: Optional[float], regime: str, run: Optional[str] = None, data_
     if run is not None and run != ceiling.get("run"):
         text += f", run {ceiling.get('run')}: another run than this figure's {run}"
     return text + ")"
+
+
+def latest_records(data_dir=None) -> dict:
+    """``{(benchmark, variant): record}`` over the most recent run of every benchmark (the last record of a
+    variant in that run): what a chapter looks one record up in, never a mix of two runs of one benchmark."""
+    out = {}
+    for benchmark, records in load_all(data_dir).items():
+        for r in latest_run(records):
+            if "variant" in r:
+                out[(r.get("benchmark", benchmark), r["variant"])] = r
+    return out
+
+
+# --- the Nsight Compute validation run (data/tracer_validation.json, scripts/gpu/validate_tracer.py) ---------
+
+VALIDATION = DATA_DIR.parent / "tracer_validation.json"
+
+
+def validation_run(p=None) -> tuple:
+    """``(cases, provenance)`` of the tracer's validation run: ``{case name: case}`` and the run's provenance
+    (device, date, run id…), or ``({}, {})`` while it was not measured.
+
+    The file is one run: ``{"provenance": {...}, "cases": [{"name": ..., "ncu": {count: value}}, ...]}``; a
+    file of another shape raises :class:`MeasurementError` naming it.
+    """
+    p = pathlib.Path(p or VALIDATION)
+    if not p.exists():
+        return {}, {}
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or re-run "
+                               f"scripts/gpu/validate_tracer.py.") from e
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise MeasurementError(f"{p}: expected {{\"provenance\": ..., \"cases\": [...]}} as "
+                               f"scripts/gpu/validate_tracer.py writes it, found "
+                               f"{type(data).__name__ if not isinstance(data, dict) else 'no cases list'}.")
+    cases = {c["name"]: c for c in data["cases"] if isinstance(c, dict) and "name" in c}
+    return cases, dict(data.get("provenance") or {})
+
+
+def hardware_counts(p=None) -> dict:
+    """Nsight Compute's integer counts per case name from the validation run (``ncu``), or {} when not measured."""
+    cases, _prov = validation_run(p)
+    return {name: {k: int(v) for k, v in c["ncu"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            for name, c in cases.items() if isinstance(c.get("ncu"), dict)}

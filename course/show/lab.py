@@ -134,6 +134,27 @@ def compare(name: str, got, expected, *, rtol: float = 0.0, wrong=None, started=
     return False
 
 
+def trace_version(name: str, kernel, version, size: tuple, inputs: tuple, out, expected, *, lines: bool = False,
+                  **check) -> dict:
+    """Trace ``kernel`` at registry ``version``'s launch for ``size``, check ``out`` against ``expected``, return
+    the totals.
+
+    The launch is the version's own (``version.griddim(*size)`` blocks of ``version.threads``, arguments
+    ``version.args(*inputs, out)``), so a learner's kernel is counted exactly where the registry's is;
+    ``check`` goes to :func:`compare` (``expected_by``, ``started``…); ``wrong``, the chapter's own mask of wrong
+    elements, is given as a function of ``out``, since it can only be judged after the launch.  Defined for
+    chapters 05, 09 and 10.
+    """
+    from course.trace import trace
+
+    report = trace(kernel or version.kernel, version.griddim(*size), version.threads, *version.args(*inputs, out),
+                   lines=lines, detail_blocks=[])
+    if callable(check.get("wrong")):
+        check["wrong"] = check["wrong"](out)
+    compare(name, out, expected, **check)
+    return report.totals()
+
+
 PER_REQUEST = ("ld sectors/req", "st sectors/req", "shared ld wavefronts/req", "shared st wavefronts/req")
 
 

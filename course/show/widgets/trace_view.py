@@ -14,18 +14,17 @@ by hand, the tracer's count on the CPU, and the count Nsight Compute measured on
 from __future__ import annotations
 
 import html
-import json
 import math
 import pathlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from course.measure import measurements
 from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
 from course.trace import analysis
 from course.show.widgets.banks import passes_svg
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-VALIDATION = ROOT / "data" / "tracer_validation.json"
+VALIDATION = measurements.VALIDATION
 
 
 # --- pure functions over a finished report --------------------------------------------------------------
@@ -212,33 +211,20 @@ def trace_view(report, **choice) -> TraceView:
 def hardware_counts(path: pathlib.Path = VALIDATION) -> dict:
     """Nsight Compute's counts per case name from the H200 validation run, or {} when not measured yet.
 
-    Accepts the validation file as a list of records (or ``{"cases": [...]}``), each with the case
-    ``name`` (or ``case``) and the hardware counts under ``ncu`` (or ``hardware``/``gpu``), keyed as
+    Read by :func:`course.measure.measurements.hardware_counts`, the one reader of the validation run:
+    ``{"provenance": ..., "cases": [{"name": ..., "ncu": {...}}]}``, counts keyed as
     :data:`course.trace.TOTAL_KEYS`.
     """
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    records = data.get("cases", data.get("records", [])) if isinstance(data, dict) else data
-    out = {}
-    for rec in records:
-        name = rec.get("name") or rec.get("case")
-        counts = rec.get("ncu") or rec.get("hardware") or rec.get("gpu")
-        if name and isinstance(counts, dict):
-            out[name] = {k: int(v) for k, v in counts.items() if isinstance(v, (int, float))}
-    return out
+    return measurements.hardware_counts(path)
 
 
 def provenance(path: pathlib.Path = VALIDATION) -> str:
     """Where the hardware counts come from (device, date, versions), or 'not measured yet'."""
-    if not path.is_file():
+    cases, meta = measurements.validation_run(path)
+    if not cases and not meta:
         return NOT_MEASURED
-    data = json.loads(path.read_text())
-    meta = data.get("provenance", data.get("meta", {})) if isinstance(data, dict) else {}
-    if not meta and isinstance(data, list) and data:
-        meta = data[0]
     keys = ("device", "driver", "numba_cuda", "ncu", "date", "run")
-    return ", ".join(f"{k}: {meta[k]}" for k in keys if meta.get(k)) or str(path.name)
+    return ", ".join(f"{k}: {meta[k]}" for k in keys if meta.get(k)) or str(pathlib.Path(path).name)
 
 
 @dataclass(frozen=True)
