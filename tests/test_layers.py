@@ -274,14 +274,6 @@ def import_circles(graph: dict) -> list:
 
 #: Import circles not broken yet, each with why; test_circle_exemptions_are_still_needed fails once one is gone.
 CIRCLES = {
-    ("course.engine.arrays", "course.engine.kernel_api", "course.engine.launcher",
-     "course.engine.scheduler", "course.engine.simulator", "course.engine.swap", "course.engine.watchdog"):
-        "the engine's one seam (simulator) imports the launcher back and arrays imports simulator: a second-pass "
-        "item (the engine->tracer seam), left while the engine's own fixes are edited in parallel",
-    ("course.trace.arrays", "course.trace.races", "course.trace.recorder"):
-        "annotations only: arrays.make_array_class names the Recorder type of its ``rec`` parameter under "
-        "TYPE_CHECKING (at run time the recorder imports arrays and races, never back); "
-        "a protocol of what they read would end it, with the recorder built in one step (second pass)",
     ("course.grading.grade", "course.grading.gradebook"):
         "grade.main routes export/merge/autograder/gradescope/classroom to gradebook.main, and gradebook's merge, "
         "gradescope and classroom call grade.grade/write_outputs: main() belongs in a command module of its own, "
@@ -473,24 +465,17 @@ def attribute_reaches(module: str, source: str, privates: dict) -> list:
 
 #: Attribute-level reaches not removed yet: (module, attribute) -> why. test_attribute_exemptions_are_still_needed
 #: fails once one is gone.
-_SEAM = ("the engine->tracer seam: the tracer reads the engine's thread state and array internals directly; a "
-         "declared interface for a launch, a thread and an access replaces them in the second pass (engine/ is edited in parallel now)")
 _INSIDE = "inside the engine, between its own files: the engine's internals are not restructured in this pass"
 ATTRIBUTE_REACHES = {
-    ("course.engine.kernel_api", "_atomic"): _INSIDE + " (an array's _atomic, of engine.arrays' classes)",
     ("course.engine.launcher", "_wrap"): _INSIDE + " (kernel_api's _wrap of a kernel's cuda module)",
     ("course.engine.scheduler", "_sched"): _INSIDE + " (kernel_api's per-block scheduler slot)",
     ("course.engine.scheduler", "_ts"): _INSIDE + " (kernel_api's thread state)",
     ("course.engine.launcher", "_ts"): _INSIDE + " (the stall watchdog names the thread that was running)",
     ("course.engine.watchdog", "_ts"): _INSIDE + " (the stall watchdog reads which thread is running)",
     ("course.kernels.vector", "_view"): "the 16-byte load/store intrinsics find the NumPy view behind an engine "
-                                        "array on the CPU (engine.arrays' _view): an engine-public accessor is "
-                                        "an engine change, second pass",
-    ("course.trace.arrays", "_get"): _SEAM,
-    ("course.trace.arrays", "_ts"): _SEAM,
-    ("course.trace.arrays", "_view"): _SEAM,
-    ("course.trace.markers", "_ts"): _SEAM,
-    ("course.trace.recorder", "_ts"): _SEAM,
+                                        "array on the CPU by its old name (engine.arrays keeps _view as an alias "
+                                        "of the public KernelArray.view_of): kernels/vector.py should ask for "
+                                        "view_of, an edit of the kernels layer left to its owner",
 }
 
 

@@ -37,30 +37,29 @@ Modules: :mod:`~course.engine.kernel_api` (thread state, the ``cuda`` a kernel s
 :mod:`~course.engine.launcher` (one launch), :mod:`~course.engine.scheduler`,
 :mod:`~course.engine.messages`, :mod:`~course.engine.watchdog`, :mod:`~course.engine.hooks` (the interface
 an observer such as the tracer implements) and :mod:`~course.engine.simulator` (the one seam to numba's
-simulator: ``install``, ``stock_simulator``).
+simulator: ``install``/``uninstall``, ``stock_simulator``).
 """
 
 from __future__ import annotations
 
 from course.engine.arrays import NUMBER_TYPES, KernelArray, Record
-from course.engine.hooks import LaunchHooks
+from course.engine.hooks import LaunchHooks, LaunchView, ThreadView
 from course.engine.kernel_api import (
     DEFAULT_TIME_LIMIT,
     FULL_MASK,
     Dim3,
     EngineCUDAModule,
     ThreadState,
-    current_module,
     current_thread,
-    launch_state,
 )
-from course.engine.launcher import launch, normalise_dims, order
+from course.engine.launcher import install, launch, normalise_dims, order
 from course.engine.messages import KernelError
 from course.engine.simulator import (
     device_py_func,
-    install,
+    is_kernel_object,
     kernel_py_func,
     stock_simulator,
+    uninstall,
 )
 from course.engine.watchdog import clock_paused
 
@@ -73,17 +72,19 @@ __all__ = [
     "KernelArray",
     "KernelError",
     "LaunchHooks",
+    "LaunchView",
     "Record",
     "ThreadState",
+    "ThreadView",
     "clock_paused",
-    "current_module",
     "current_thread",
     "device_py_func",
     "install",
+    "is_kernel_object",
     "kernel_py_func",
     "launch",
-    "launch_state",
     "normalise_dims",
     "order",
     "stock_simulator",
+    "uninstall",
 ]

@@ -40,7 +40,11 @@ def poison(data):
 
 
 class KernelArray:
-    """An array as a kernel sees it: NumPy storage with CUDA's indexing rules (no negative wrap-around)."""
+    """An array as a kernel sees it: NumPy storage with CUDA's indexing rules (no negative wrap-around).
+
+    An observer's ``array_class`` (:class:`course.engine.LaunchHooks`) subclasses it and wraps its public access
+    methods: ``__getitem__``/``__setitem__`` (the checked load and store), :meth:`atomic` and :meth:`view_of`.
+    """
 
     __slots__ = ("a", "space", "name", "root", "base_addr")
 
@@ -66,7 +70,7 @@ class KernelArray:
         except IndexError as exc:
             raise UserIndexError(self._index_message(idx, exc)) from None
         if v.__class__ is np.ndarray:
-            return self._view(v)
+            return self.view_of(v)
         if v.__class__ is np.void:
             return Record(v)
         return v
@@ -83,7 +87,7 @@ class KernelArray:
         except (IndexError, TypeError) as exc:
             raise UserIndexError(self._index_message(idx, exc)) from None
         if v.__class__ is np.ndarray:
-            return self._view(v)
+            return self.view_of(v)
         if v.__class__ is np.void:
             return Record(v)
         return v
@@ -118,12 +122,14 @@ class KernelArray:
     __getitem__ = _get
     __setitem__ = _set
 
-    def _atomic(self, idx, fn):
+    def atomic(self, idx, fn):
+        """One indivisible read-modify-write of element ``idx`` (``cuda.atomic.*``): stores ``fn(old)``, returns old."""
         old = self._get(idx)
         self._set(idx, fn(old))
         return old
 
-    def _view(self, sub):
+    def view_of(self, sub):
+        """A kernel array over ``sub`` (a NumPy view of this array's storage), with this array's identity."""
         arr = self.__class__.__new__(self.__class__)
         arr.a = sub
         arr.space = self.space
@@ -131,6 +137,8 @@ class KernelArray:
         arr.root = self.root
         arr.base_addr = self.base_addr
         return arr
+
+    _view = view_of  # course/kernels/vector.py still asks for it by this name (tests/test_layers.py)
 
     def _index_message(self, idx, exc):
         shown = idx if isinstance(idx, tuple) else (idx,)
@@ -176,7 +184,7 @@ class KernelArray:
 
     @property
     def T(self):
-        return self._view(self.a.T)
+        return self.view_of(self.a.T)
 
     def __len__(self):
         return len(self.a)
@@ -193,11 +201,11 @@ class KernelArray:
             raise AttributeError(name)
         attr = getattr(self.a, name)
         if attr.__class__ is np.ndarray:  # .real, .imag …: views of the same memory stay checked and traced
-            return self._view(attr)
+            return self.view_of(attr)
         if name in _VIEW_METHODS:
             def view_method(*args, **kwargs):
                 res = attr(*args, **kwargs)
-                return self._view(res) if isinstance(res, np.ndarray) and res.base is not None else res
+                return self.view_of(res) if isinstance(res, np.ndarray) and res.base is not None else res
             return view_method
         return attr
 

@@ -86,7 +86,8 @@ class Launch:
         self.global_addrs = {}
         self.next_global = 1 << 32
         self.next_sync = 0  # the next syncwarp event id (every resolved syncwarp() is one event)
-        self.sync_log = []  # with hooks: (event id, participating tids) per syncwarp of the running block
+        self.view = None  # the LaunchView handed to the hooks (course.engine.hooks): set by the launcher
+        self.on_syncwarp = None  # the hooks' on_syncwarp, or None
         self.preempt = None  # engine.order(seed): a random.Random that decides where a thread pauses after a load
         self.blocks_done = 0
         self.blocks_total = grid[0] * grid[1] * grid[2]
@@ -247,47 +248,47 @@ class _Atomic:
     """``cuda.atomic``: each operation is one indivisible read-modify-write returning the old value."""
 
     def add(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: old + val)
+        return _atomic_target(array).atomic(index, lambda old: old + val)
 
     def sub(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: old - val)
+        return _atomic_target(array).atomic(index, lambda old: old - val)
 
     def and_(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: old & val)
+        return _atomic_target(array).atomic(index, lambda old: old & val)
 
     def or_(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: old | val)
+        return _atomic_target(array).atomic(index, lambda old: old | val)
 
     def xor(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: old ^ val)
+        return _atomic_target(array).atomic(index, lambda old: old ^ val)
 
     def inc(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: 0 if old >= val else old + 1)
+        return _atomic_target(array).atomic(index, lambda old: 0 if old >= val else old + 1)
 
     def dec(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: val if (old == 0 or old > val) else old - 1)
+        return _atomic_target(array).atomic(index, lambda old: val if (old == 0 or old > val) else old - 1)
 
     def exch(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: val)
+        return _atomic_target(array).atomic(index, lambda old: val)
 
     def max(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: max(old, val))
+        return _atomic_target(array).atomic(index, lambda old: max(old, val))
 
     def min(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: min(old, val))
+        return _atomic_target(array).atomic(index, lambda old: min(old, val))
 
     def nanmax(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: np.nanmax([old, val]))
+        return _atomic_target(array).atomic(index, lambda old: np.nanmax([old, val]))
 
     def nanmin(self, array, index, val):
-        return _atomic_target(array)._atomic(index, lambda old: np.nanmin([old, val]))
+        return _atomic_target(array).atomic(index, lambda old: np.nanmin([old, val]))
 
     def cas(self, array, index, old, val):
-        return _atomic_target(array)._atomic(index, lambda cur: val if cur == old else cur)
+        return _atomic_target(array).atomic(index, lambda cur: val if cur == old else cur)
 
     def compare_and_swap(self, array, old, val):
         arr = _atomic_target(array)
-        return arr._atomic((0,) * arr.a.ndim, lambda cur: val if cur == old else cur)
+        return arr.atomic((0,) * arr.a.ndim, lambda cur: val if cur == old else cur)
 
 
 class _GridGroup:

@@ -9,7 +9,7 @@ import numpy as np
 from course import device as _dev
 from course.engine import simulator
 from course.engine.arrays import KernelArray, Record
-from course.engine.hooks import LaunchHooks
+from course.engine.hooks import LaunchHooks, LaunchView
 from course.engine.kernel_api import (
     DEFAULT_TIME_LIMIT,
     EngineCUDAModule,
@@ -109,7 +109,7 @@ def _prepare_args(fn, args, launch, module):
     for pos, arg in enumerate(args):
         name = names[pos] if pos < len(names) else f"arg{pos}"
         host = None
-        if type(arg).__name__ in ("In", "Out", "InOut") and hasattr(arg, "to_device"):
+        if simulator.is_transfer_hint(arg):
             # cuda.In/Out/InOut: numba's own transfer rules (In copies in only, Out/InOut copy back)
             retr = []
             arg = arg.to_device(retr)
@@ -167,8 +167,6 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     ``blocks``: run only these blocks (linear indices, x fastest), in this order: a sample of the grid, for a
     tracer that extrapolates (:func:`course.explain`); the other blocks' outputs are not written.
     """
-    if type(kernel).__name__ == "CUDADispatcher":
-        simulator.patch_gpu_dispatcher()
     if launch_state() is not None:
         raise KernelError("a kernel cannot launch another kernel on the CPU engine (no dynamic parallelism)")
     fn = simulator.kernel_py_func(kernel)
@@ -199,6 +197,9 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
 
         lau.preempt = random.Random(seed)
     module = EngineCUDAModule(lau, simulator.fallback_module(grid, block))
+    lau.view = LaunchView(name, grid, block, lau.user_codes, module.shared)
+    lau.on_syncwarp = getattr(hooks, "on_syncwarp", None)
+    begin_launch = getattr(hooks, "begin_launch", None)
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
     swapper = Swapper(module, lau)
     lau.swapper = swapper
@@ -212,11 +213,13 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     try:
         swapper.add(fn)
         lau.direct = lau.preempt is None and never_blocks(lau, module)
+        if begin_launch is not None:
+            begin_launch(lau.view)
         watchdog.start()
         stallwatch.start()
         errstate = np.errstate(divide="raise") if getattr(kernel, "_debug", False) else contextlib.nullcontext()
         try:
-            with errstate:
+            with errstate, simulator.device_calls_as_python(swapper.add):
                 run_grid(lau, module, fn, kargs, seed)
         except LaunchTimeout as exc:  # landed between two threads, in the scheduler itself
             if lau.stalled is not None:
@@ -237,3 +240,9 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
                 wb()
         else:
             dev_arr.copy_to_device(host)
+
+
+def install():
+    """Make ordinary ``kernel[griddim, blockdim](...)`` launches of numba's simulator run on this engine (the ``cpu``
+    backend); :func:`course.engine.simulator.uninstall` puts numba back as it shipped."""
+    simulator.install(launch, normalise_dims, launch_state)

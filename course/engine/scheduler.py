@@ -85,6 +85,7 @@ def run_grid(lau, module, fn, kargs, seed):
 
 def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
     states = [ThreadState(block, block_linear, t, i) for i, t in enumerate(thread_coords)]
+    view = lau.view
     if rng is not None:
         perm = list(range(len(states)))
         rng.shuffle(perm)
@@ -98,6 +99,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
         fn, kargs = pool.fn, pool.kargs
         for ts in runq:
             module._ts = ts
+            view.thread = ts  # the hooks' LaunchView.thread
             module.threadIdx = ts.threadIdx
             module.laneid = ts.lane
             try:
@@ -115,6 +117,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
     while True:
         for ts in runq:
             module._ts = ts
+            view.thread = ts  # the hooks' LaunchView.thread
             module.threadIdx = ts.threadIdx
             module.laneid = ts.lane
             try:
@@ -240,8 +243,8 @@ def _resolve_warps(lau, waiting, states):
                 # activemask() orders nothing
                 for t in call:
                     t.warp_syncs += 1
-                if lau.hooks is not None:  # an observer (the tracer) orders accesses by the syncs both lanes took
-                    lau.sync_log.append((lau.next_sync, [t.tid for t in call]))
+                if lau.on_syncwarp is not None:  # an observer (the tracer) orders accesses by the syncs both lanes took
+                    lau.on_syncwarp(lau.next_sync, [t.tid for t in call])
                 lau.next_sync += 1
             for t in call:
                 t.wait = None

@@ -1,8 +1,18 @@
 """The seam to numba-cuda: every use the engine makes of numba's simulator (and of its GPU dispatcher)
-lives here, so that the rest of the engine stands alone.
+lives here, so that the rest of the engine stands alone (this module imports nothing of the engine but its
+messages: what it needs of a launch, the engine hands it in :func:`install`).
 
-``install()`` makes ordinary ``kernel[griddim, blockdim](...)`` launches of numba's simulator run on the
-engine; ``stock_simulator()`` turns that off for a block of code.
+numba's objects are recognised by type (``isinstance`` against numba's classes, looked up where their module is
+loaded: an instance of a class whose module was never imported cannot exist), never by class name.
+
+numba's classes are patched in one place, :func:`_patch`, which remembers what each attribute held:
+
+- ``install(...)`` (the ``cpu`` backend) makes ordinary ``kernel[griddim, blockdim](...)`` launches of numba's
+  simulator run on the engine; ``stock_simulator()`` turns that off for a block of code;
+- ``install_devices(n, hooks)`` (chapter 11) makes the simulator present ``n`` devices;
+- ``uninstall()`` puts back every original, so that numba is as it shipped;
+- on the GPU backend nothing is patched for the process: ``device_calls_as_python`` patches the GPU
+  dispatcher's ``__call__`` for the duration of one engine launch, and puts it back.
 """
 
 from __future__ import annotations
@@ -10,31 +20,56 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 
 import numpy as np
 
 from course import device as _dev
-from course.engine.kernel_api import launch_state
 from course.engine.messages import KernelError, typed_error
+
+_SIM_KERNEL = ("numba.cuda.simulator.kernel", "FakeCUDAKernel")
+_SIM_ARRAY = ("numba.cuda.simulator.cudadrv.devicearray", "FakeCUDAArray")
+_GPU_DISPATCHER = ("numba.cuda.dispatcher", "CUDADispatcher")  # under the simulator: its stand-in class
+_ARG_HINTS = (("numba.cuda.args", "ArgHint"), ("numba.cuda.simulator.args", "ArgHint"))
+_CLASSES: dict = {}
+
+
+def numba_class(module: str, name: str):
+    """numba's class ``module.name`` if that module is loaded, else None (nothing can be an instance of it yet)."""
+    cls = _CLASSES.get((module, name))
+    if cls is None:
+        mod = sys.modules.get(module)
+        cls = getattr(mod, name, None) if mod is not None else None
+        if isinstance(cls, type):
+            _CLASSES[(module, name)] = cls
+    return cls
+
+
+def _is(value, where) -> bool:
+    cls = numba_class(*where)
+    return cls is not None and isinstance(value, cls)
 
 
 def cuda_module():
     return sys.modules.get("numba.cuda")
 
 
+def is_kernel_object(value) -> bool:
+    """True for what ``@cuda.jit`` makes (a simulator kernel or device function, or a GPU dispatcher)."""
+    return _is(value, _SIM_KERNEL) or _is(value, _GPU_DISPATCHER)
+
+
 def device_py_func(value):
     """The Python function behind a device function object (simulator or GPU dispatcher), else None."""
-    cls = type(value).__name__
-    if cls == "FakeCUDAKernel" and getattr(value, "_device", False):
-        return value.fn
-    if cls == "CUDADispatcher" and getattr(value, "targetoptions", {}).get("device"):
+    if _is(value, _SIM_KERNEL):
+        return value.fn if getattr(value, "_device", False) else None
+    if _is(value, _GPU_DISPATCHER) and getattr(value, "targetoptions", {}).get("device"):
         return value.py_func
     return None
 
 
 def kernel_py_func(kernel):
-    cls = type(kernel).__name__
-    if cls == "FakeCUDAKernel":
+    if _is(kernel, _SIM_KERNEL):
         return kernel.fn
     if hasattr(kernel, "py_func"):
         return kernel.py_func
@@ -45,6 +80,9 @@ def kernel_py_func(kernel):
     )
 
 
+def is_transfer_hint(arg) -> bool:
+    """True for ``cuda.In(a)``, ``cuda.Out(a)``, ``cuda.InOut(a)``: numba's transfer hints."""
+    return any(_is(arg, where) for where in _ARG_HINTS)
 
 
 def numpy_dtype(numba_type):
@@ -56,7 +94,7 @@ def numpy_dtype(numba_type):
 
 def host_array(arg):
     """The NumPy array behind a device array of numba's simulator (``FakeCUDAArray``), else None."""
-    if type(arg).__name__ == "FakeCUDAArray":
+    if _is(arg, _SIM_ARRAY):
         return arg._ary
     return None
 
@@ -71,38 +109,38 @@ def fallback_module(grid, block):
         return None
 
 
-_gpu_dispatch_patched = False
-
-
-def patch_gpu_dispatcher():
-    """On the GPU backend, let a device function reached any way (``module.fn(...)``) run as Python in a launch."""
-    global _gpu_dispatch_patched
-    if _gpu_dispatch_patched:
-        return
-    try:
-        from numba.cuda.dispatcher import CUDADispatcher
-    except ImportError:  # pragma: no cover
-        return
-    original = CUDADispatcher.__call__
-
-    def call(self, *args, **kwargs):
-        lau = launch_state()
-        if lau is not None and self.targetoptions.get("device"):
-            lau.swapper.add(self.py_func)
-            return self.py_func(*args, **kwargs)
-        return original(self, *args, **kwargs)
-
-    CUDADispatcher.__call__ = call
-    _gpu_dispatch_patched = True
-
-
 # --------------------------------------------------------------------------------------------------
-# Hooking into numba's simulator
+# Patches: one registry, one way out
 
-
+_ABSENT = object()
+_ORIGINALS: list = []  # (owner, name, what its own __dict__ held or _ABSENT), in the order the patches went in
+#: what install() was handed, and what is installed: ``engine`` (launch, normalise_dims, launch_state) when
+#: simulator launches run on the engine; ``devices``, the hooks of the simulated devices; ``call``, numba's own
+#: FakeCUDAKernel.__call__ while the course's stands in its place
+_STATE: dict = {"engine": None, "devices": None, "call": None}
 _ENABLED = True
-_installed = False
-_orig_call = None
+
+
+def _patch(owner, name, value):
+    """Set ``owner.name`` (a class or a module of numba), remembering what it held for :func:`uninstall`."""
+    _ORIGINALS.append((owner, name, vars(owner).get(name, _ABSENT)))
+    setattr(owner, name, value)
+
+
+def installed() -> list:
+    """``(owner, name)`` of every attribute of numba the course has replaced, in the order it did."""
+    return [(owner, name) for owner, name, _ in _ORIGINALS]
+
+
+def uninstall() -> None:
+    """Put back everything :func:`install` and :func:`install_devices` replaced: numba as it shipped."""
+    while _ORIGINALS:
+        owner, name, old = _ORIGINALS.pop()
+        if old is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, old)
+    _STATE.update(engine=None, devices=None, call=None)
 
 
 @contextlib.contextmanager
@@ -117,70 +155,102 @@ def stock_simulator():
         _ENABLED = saved
 
 
-def _patched_call(self, *args):
-    from course.engine.launcher import launch
-
-    lau = launch_state()
-    if lau is not None and _ENABLED:
+def _kernel_call(self, *args):
+    """``FakeCUDAKernel.__call__`` while installed: a launch on the engine (``cpu`` backend), and a launch on one of
+    the simulated devices is reported to their hooks."""
+    engine = _STATE["engine"] if _ENABLED else None
+    if engine is not None and engine[2]() is not None:
         # a device function reached through a closure or an attribute: swap its globals for this launch too
-        lau.swapper.add(self.fn)
+        engine[2]().swapper.add(self.fn)
         return self.fn(*args)
-    if self._device or not _ENABLED:
-        return _orig_call(self, *args)
-    if self.grid_dim is None or self.block_dim is None:
+    if self._device:
+        return _STATE["call"](self, *args)
+    if engine is not None and (self.grid_dim is None or self.block_dim is None):
         raise typed_error(ValueError,
             f"launch configuration was not specified: kernel `{self.fn.__name__}` was called without one; write "
             f"{self.fn.__name__}[blocks_per_grid, threads_per_block](...)"
         )
-    grid, block = self.grid_dim, self.block_dim
+    if _STATE["devices"] is not None:
+        _report_launch(self, args)
+    if engine is None:
+        return _STATE["call"](self, *args)
     if self.extensions:  # numba's argument extensions (prepare_args), applied as numba's simulator does
         retr = []
         args = tuple(functools.reduce(lambda tv, ext: ext.prepare_args(*tv, stream=0, retr=retr),
                                       self.extensions, (None, a))[1] for a in args)
-    return launch(self, grid, block, args, dynshared=self.dynshared_size)
+    return engine[0](self, self.grid_dim, self.block_dim, args, dynshared=self.dynshared_size)
 
 
-def _patched_getitem(self, configuration):
-    from course.engine.launcher import normalise_dims
+def _install_kernel_call():
+    from numba.cuda.simulator import kernel as simkernel
 
-    if not isinstance(configuration, tuple) or len(configuration) < 2:
-        raise typed_error(ValueError,
-            f"a launch needs kernel[blocks_per_grid, threads_per_block]; got kernel[{configuration!r}]"
-        )
-    self.grid_dim = normalise_dims(configuration[0], "blocks_per_grid (griddim)")
-    self.block_dim = normalise_dims(configuration[1], "threads_per_block (blockdim)")
-    self.dynshared_size = configuration[3] if len(configuration) == 4 else 0
-    return self
+    if _STATE["call"] is None:
+        _STATE["call"] = simkernel.FakeCUDAKernel.__call__
+        _patch(simkernel.FakeCUDAKernel, "__call__", _kernel_call)
 
 
-def install():
-    """Make ordinary ``kernel[griddim, blockdim](...)`` launches run on this engine (the ``cpu`` backend)."""
-    global _installed, _orig_call
-    if _installed:
+def install(launch, normalise_dims, launch_state):
+    """Make ordinary ``kernel[griddim, blockdim](...)`` launches of numba's simulator run on the engine (the ``cpu``
+    backend): ``launch(kernel, grid, block, args, dynshared=)`` runs one, ``normalise_dims(value, what)`` checks a
+    launch configuration, ``launch_state()`` is the launch now running (None outside one)."""
+    if _STATE["engine"] is not None:
         return
     from numba.cuda.simulator import kernel as simkernel
 
-    _orig_call = simkernel.FakeCUDAKernel.__call__
-    _orig_getitem = simkernel.FakeCUDAKernel.__getitem__
+    cls = simkernel.FakeCUDAKernel
+    orig_getitem, orig_forall = cls.__getitem__, cls.forall
 
     def getitem(self, configuration):
         if not _ENABLED:
-            return _orig_getitem(self, configuration)
-        return _patched_getitem(self, configuration)
-
-    _orig_forall = simkernel.FakeCUDAKernel.forall
+            return orig_getitem(self, configuration)
+        if not isinstance(configuration, tuple) or len(configuration) < 2:
+            raise typed_error(ValueError,
+                f"a launch needs kernel[blocks_per_grid, threads_per_block]; got kernel[{configuration!r}]"
+            )
+        self.grid_dim = normalise_dims(configuration[0], "blocks_per_grid (griddim)")
+        self.block_dim = normalise_dims(configuration[1], "threads_per_block (blockdim)")
+        self.dynshared_size = configuration[3] if len(configuration) == 4 else 0
+        return self
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         if _ENABLED and ntasks == 0:  # no work: numba launches nothing (numba-cuda issue 5017)
             return lambda *args: None
-        return _orig_forall(self, ntasks, tpb, stream, sharedmem)
+        return orig_forall(self, ntasks, tpb, stream, sharedmem)
 
-    simkernel.FakeCUDAKernel.__call__ = _patched_call
-    simkernel.FakeCUDAKernel.__getitem__ = getitem
-    simkernel.FakeCUDAKernel.forall = forall
+    _STATE["engine"] = (launch, normalise_dims, launch_state)
+    _install_kernel_call()
+    _patch(cls, "__getitem__", getitem)
+    _patch(cls, "forall", forall)
     _patch_device_facts()
     _patch_jit_options()
-    _installed = True
+
+
+@contextlib.contextmanager
+def device_calls_as_python(add):
+    """For one engine launch on the GPU backend: a device function (a GPU dispatcher) reached any way
+    (``module.fn(...)``) runs as Python, its globals swapped by ``add(py_func)``; put back when the launch ends.
+    Nothing is patched where numba's GPU dispatcher is not loaded (the simulator backends)."""
+    cls = numba_class(*_GPU_DISPATCHER)
+    if cls is None or cls.__module__ != _GPU_DISPATCHER[0]:  # the simulator's stand-in: nothing to catch
+        yield
+        return
+    original, own = cls.__call__, vars(cls).get("__call__", _ABSENT)
+    me = threading.get_ident()
+
+    def call(self, *args, **kwargs):
+        if threading.get_ident() == me and self.targetoptions.get("device"):
+            add(self.py_func)
+            return self.py_func(*args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    cls.__call__ = call
+    try:
+        yield
+    finally:
+        if own is _ABSENT:
+            del cls.__call__
+        else:
+            cls.__call__ = own
 
 
 # Options of numba-cuda's GPU ``cuda.jit`` that only steer the GPU compiler; numba's simulator refuses them
@@ -191,7 +261,7 @@ def _patch_jit_options():
     """Let ``cuda.jit(lineinfo=True)`` and the like work on the engine, as they do on a GPU (nothing to compile)."""
     mod = cuda_module()
     orig = getattr(mod, "jit", None)
-    if orig is None or getattr(orig, "_course_accepts_gpu_options", False):
+    if orig is None:
         return
 
     @functools.wraps(orig)
@@ -200,8 +270,7 @@ def _patch_jit_options():
             kws.pop(key, None)
         return orig(*args, **kws)
 
-    jit._course_accepts_gpu_options = True
-    mod.jit = jit
+    _patch(mod, "jit", jit)
 
 
 def _patch_device_facts():
@@ -224,13 +293,12 @@ def _patch_device_facts():
         "MAX_THREADS_PER_MULTIPROCESSOR": _dev.MAX_THREADS_PER_SM,
         "MAX_REGISTERS_PER_BLOCK": _dev.REGS_PER_BLOCK,
         "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": _dev.SHARED_PER_SM,
+        "name": "CPU engine (modelled on NVIDIA H200)",
     }
     cls = devices.FakeCUDADevice
     for key, value in facts.items():
         if not hasattr(cls, key):
-            setattr(cls, key, value)
-    if not hasattr(cls, "name"):
-        cls.name = "CPU engine (modelled on NVIDIA H200)"
+            _patch(cls, key, value)
 
 
 # --- several devices (chapter 11) -------------------------------------------------------------------------------
@@ -241,30 +309,46 @@ def _patch_device_facts():
 # reports (counting, refusing a launch) is the caller's ``hooks`` object (``course.multigpu``), so that this
 # seam stays the only module that knows the simulator's classes.
 
-_DEVICES = {"installed": False, "hooks": None}
-
 
 def _device_hooks():
-    return _DEVICES["hooks"]
+    return _STATE["devices"]
+
+
+def _report_launch(kernel, args):
+    """Tell the devices' hooks of a launch: on which device, with which of its arrays (from where)."""
+    cls = numba_class(*_SIM_ARRAY)
+    arrays = []
+    code = getattr(getattr(kernel, "fn", None), "__code__", None)
+    names = code.co_varnames[: code.co_argcount] if code else ()
+    for k, arg in enumerate(args):
+        if cls is not None and isinstance(arg, cls):
+            name = names[k] if k < len(names) else f"#{k}"
+            arrays.append((name, arg.__dict__.get("_course_device", 0), int(arg.size)))
+    grid = getattr(kernel, "grid_dim", None) or (1, 1, 1)
+    block = getattr(kernel, "block_dim", None) or (1, 1, 1)
+    threads = int(np.prod(grid)) * int(np.prod(block))
+    name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+    hooks = _device_hooks()
+    hooks.launch(hooks.current(), threads, arrays, name)
 
 
 def install_devices(n: int, hooks) -> None:
     """Present ``n`` simulated devices; ``hooks`` is told of context changes, copies and launches."""
     import numba.cuda as cuda_mod
     from numba.cuda.simulator import api
-    from numba.cuda.simulator import kernel as simkernel
     from numba.cuda.simulator.cudadrv import devicearray as da
     from numba.cuda.simulator.cudadrv import devices
 
-    _DEVICES["hooks"] = hooks
+    first = _STATE["devices"] is None
+    _STATE["devices"] = hooks
     gpus = devices.gpus
-    gpus.lst = tuple(_context_class(devices)(i) for i in range(n))
-    if _DEVICES["installed"]:
+    contexts = tuple(_context_class(devices)(i) for i in range(n))
+    if not first:
+        gpus.lst = contexts
         return
-    _DEVICES["installed"] = True
-
-    devices.FakeDeviceList.current = property(
-        lambda self: None if self.closed else self.lst[_device_hooks().current()])
+    _patch(gpus, "lst", contexts)
+    _patch(devices.FakeDeviceList, "current",
+           property(lambda self: None if self.closed else self.lst[_device_hooks().current()]))
 
     def current_context(devnum=None):
         return gpus.lst[_device_hooks().current() if devnum is None else devnum]
@@ -277,9 +361,9 @@ def install_devices(n: int, hooks) -> None:
         return current_context().device
 
     for module in (cuda_mod, api):
-        module.current_context = current_context
-        module.get_current_device = get_current_device
-        module.select_device = select_device
+        _patch(module, "current_context", current_context)
+        _patch(module, "get_current_device", get_current_device)
+        _patch(module, "select_device", select_device)
 
     # device arrays remember their device; copies report their bytes
     cls = da.FakeCUDAArray
@@ -306,8 +390,9 @@ def install_devices(n: int, hooks) -> None:
         src = ary.__dict__.get("_course_device", 0) if isinstance(ary, cls) else None
         _device_hooks().copy(src, self.__dict__.get("_course_device", 0), self.nbytes)
 
-    cls.__init__, cls.__getitem__ = __init__, __getitem__
-    cls.copy_to_host, cls.copy_to_device = copy_to_host, copy_to_device
+    for name, fn in (("__init__", __init__), ("__getitem__", __getitem__), ("copy_to_host", copy_to_host),
+                     ("copy_to_device", copy_to_device)):
+        _patch(cls, name, fn)
 
     orig_module_to_device = da.to_device
 
@@ -318,26 +403,8 @@ def install_devices(n: int, hooks) -> None:
         return out
 
     for module in (cuda_mod, da):
-        module.to_device = to_device
-
-    orig_call = simkernel.FakeCUDAKernel.__call__
-
-    def __call__(self, *args):
-        arrays = []
-        names = getattr(getattr(self, "fn", None), "__code__", None)
-        names = names.co_varnames[: names.co_argcount] if names else ()
-        for k, arg in enumerate(args):
-            if isinstance(arg, cls):
-                name = names[k] if k < len(names) else f"#{k}"
-                arrays.append((name, arg.__dict__.get("_course_device", 0), int(arg.size)))
-        grid = getattr(self, "grid_dim", (1, 1, 1))
-        block = getattr(self, "block_dim", (1, 1, 1))
-        threads = int(np.prod(grid)) * int(np.prod(block))
-        name = getattr(getattr(self, "fn", None), "__name__", "kernel")
-        _device_hooks().launch(_device_hooks().current(), threads, arrays, name)
-        return orig_call(self, *args)
-
-    simkernel.FakeCUDAKernel.__call__ = __call__
+        _patch(module, "to_device", to_device)
+    _install_kernel_call()  # the one FakeCUDAKernel.__call__: it reports launches to these hooks
 
 
 def _context_class(devices):

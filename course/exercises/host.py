@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from course.engine import is_kernel_object
 from course.exercises.contract import Result, Verdict
 
 # --------------------------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
     def verdict(status, score, hint):
         return Verdict(ex.name, status, score, ex.max_score, results, hint)
 
-    if getattr(fn, "py_func", None) is not None or type(fn).__name__ in ("CUDADispatcher", "FakeCUDAKernel"):
+    if getattr(fn, "py_func", None) is not None or is_kernel_object(fn):
         results.append(Result("plain Python host code", False, "pipeline is decorated with @cuda.jit"))
         return verdict("rejected", 0, "The pipeline runs on the host: write it as a plain Python function.")
     if is_stub(fn):  # before the lint: the stub's `raise` is not host code a pipeline needs

@@ -26,13 +26,13 @@ class _SharedBytes:
 
     def __init__(self):
         self.per_block = []
+        self.launch = None
+
+    def begin_launch(self, launch):
+        self.launch = launch  # course.engine.LaunchView
 
     def end_block(self, block):
-        from course import engine
-
-        module = engine.current_module()
-        shared = getattr(module, "shared", None)
-        self.per_block.append(int(getattr(shared, "next_offset", 0)))
+        self.per_block.append(self.launch.shared_bytes)
 
     @property
     def max_bytes(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -13,8 +13,20 @@ from course import engine as _engine
 from course.trace.records import ATOM, LD, ST, TRACED_SPACES
 from course.trace.sites import owner_table
 
-if TYPE_CHECKING:
-    from course.trace.recorder import Recorder
+
+
+class RecordSink(Protocol):
+    """What a traced array class reads of its recorder (:class:`course.trace.recorder.Recorder` is one)."""
+
+    flat: list  # five ints per access are appended here (see course/trace/recorder.py)
+    vals: list  # the value of each store, in record order
+    cur: list  # [the engine's LaunchView]: cur[0].thread is the running thread
+    kcode: object  # the code object of the kernel the engine runs
+    user_ids: frozenset  # id() of the kernel's and its device functions' code objects
+
+    def desc_of(self, arr, field=None, size=None) -> int: ...
+
+    def far_key(self, code, callers, lasti) -> int: ...
 
 
 def _offset(addr, idx, strides):
@@ -64,7 +76,7 @@ def value_key(value) -> int:
     return (h & _HASH_MASK) << 1
 
 
-def make_array_class(rec: Recorder):
+def make_array_class(rec: RecordSink):
     """A KernelArray subclass whose element accesses append raw records to ``rec.flat``."""
     extend = rec.flat.extend
     cur = rec.cur
@@ -107,13 +119,13 @@ def make_array_class(rec: Recorder):
         d, o, strides, shared = tr[:4]
         addr = o + idx * strides[0] if idx.__class__ is int else _offset(o, idx, strides)
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
-        ts = cur[0]._ts
+        ts = cur[0].thread
         extend((d + op, key, ts.tid, addr, ts.warp_syncs))
         if op == ST:
             vappend(UNKNOWN)
 
     base = _engine.KernelArray
-    get = base._get
+    get, put, base_atomic = base.__getitem__, base.__setitem__, base.atomic  # the engine's checked accesses
 
     class TracedArray(base):
         """A kernel array that reports each element access to the tracer."""
@@ -154,9 +166,9 @@ def make_array_class(rec: Recorder):
                 if v.__class__ is Record and not analysis.is_vector_dtype(self.a.dtype):
                     # p[i] of a structured array: on the GPU p[i].x loads the field alone, so the
                     # record reports its field accesses, not this one
-                    return TracedRecord(v._v, self, addr)
+                    return TracedRecord(self.a[idx], self, addr)
             frame = getframe(1)
-            ts = cur[0]._ts
+            ts = cur[0].thread
             extend((d, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr, ts.warp_syncs))
             return v
 
@@ -182,14 +194,14 @@ def make_array_class(rec: Recorder):
                     try:
                         self.a[idx] = value
                     except (IndexError, TypeError, ValueError, OverflowError):
-                        self._set(idx, value)
+                        put(self, idx, value)
                     frame = getframe(1)
-                    ts = cur[0]._ts
+                    ts = cur[0].thread
                     extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid,
                             addr + off, ts.warp_syncs))
                     vappend(value)
                     return
-            self._set(idx, value)
+            put(self, idx, value)
             if vc is TracedRecord:  # a whole record copied: its fields are loaded one by one
                 value._note_all(LD, getframe(1))
             if tr is None:
@@ -208,14 +220,14 @@ def make_array_class(rec: Recorder):
                     return _record_region(self, idx, getframe(1))
                 addr = addr + idx * s0 if idx.__class__ is int else _offset(addr, idx, strides)
             frame = getframe(1)
-            ts = cur[0]._ts
+            ts = cur[0].thread
             if a.dtype.fields and not analysis.is_vector_dtype(a.dtype):
                 return _bytewise(self, addr, ST, frame)
             extend((d + ST, frame.f_lasti if frame.f_code is kcode else far(frame), ts.tid, addr, ts.warp_syncs))
             vappend(value if vc is float or vc is int or vc in numbers else UNKNOWN)
 
-        def _atomic(self, idx, fn):
-            old = base._atomic(self, idx, fn)
+        def atomic(self, idx, fn):
+            old = base_atomic(self, idx, fn)
             try:
                 tr = self._tr
             except AttributeError:
@@ -232,7 +244,7 @@ def make_array_class(rec: Recorder):
         __slots__ = ("_arr", "_addr")
 
         def __init__(self, v, arr, addr):
-            object.__setattr__(self, "_v", v)
+            Record.__init__(self, v)
             object.__setattr__(self, "_arr", arr)
             object.__setattr__(self, "_addr", addr)
 
@@ -244,7 +256,7 @@ def make_array_class(rec: Recorder):
                 return
             addr = self._addr + fields[name][1]
             if dtype.isalignedstruct:  # np.dtype(..., align=True): one access of the field's size
-                ts = cur[0]._ts
+                ts = cur[0].thread
                 extend(((rec.desc_of(arr, name) << 2) + op, frame.f_lasti if frame.f_code is kcode else far(frame),
                         ts.tid, addr, ts.warp_syncs))
                 if op == ST:
@@ -283,7 +295,7 @@ def make_array_class(rec: Recorder):
         # a 32-byte record, in the SASS)
         if arr.space not in traced:
             return
-        ts = cur[0]._ts
+        ts = cur[0].thread
         key = frame.f_lasti if frame.f_code is kcode else far(frame)
         ws = ts.warp_syncs
         d = (rec.desc_of(arr, field, 1) << 2) + op
@@ -294,7 +306,7 @@ def make_array_class(rec: Recorder):
 
     def _record_region(arr, idx, frame):
         # a whole row or slice assigned at once: one store per element
-        view = arr._view(arr.a[idx])
+        view = arr.view_of(arr.a[idx])
         tr = view._tr = init(view)
         for j in np.ndindex(view.a.shape):
             record(view, tr, j, ST, frame)

@@ -9,7 +9,6 @@ import numpy as np
 
 from course.trace import compiler as _compiler
 from course import engine as _engine
-from course.trace.arrays import make_array_class
 from course.trace.markers import TID_FN, instrument, settrace_lines
 from course.trace.recorder import Recorder
 from course.trace.report import Report
@@ -55,34 +54,25 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         keep = None if gx * gy * gz <= 64 else {linear(b) for b in range(4)}
     else:
         keep = {linear(b) for b in detail_blocks}
-    rec = Recorder(fn.__code__, keep, lines)
-    rec.compiler_mode = compiler
+    job, why = None, ""
     if compiler is not False:
         try:
             from numba import typeof
 
-            rec.compiler_job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
+            job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
         except Exception as e:  # an argument numba cannot type: the launch will say so
-            rec.compiler_why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
-    run = kernel
-    tracer = None
+            why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
+    inst = instrument(fn) if lines else None  # (code, line weights): line markers, else sys.settrace below
+    run = inst[0] if inst is not None else kernel
+    rec = Recorder(run.__code__ if inst is not None else fn.__code__, keep, lines,
+                   line_weights=inst[1] if inst is not None else None,
+                   compiler_mode=compiler, compiler_job=job, compiler_why=why)
+    tracer = settrace_lines(rec) if lines and inst is None else None
     g = fn.__globals__
     missing = object()
     saved = g.get(TID_FN, missing)  # the kernel module's own value of the name, put back afterwards
-    if lines:
-        inst = instrument(fn)
-        if inst is not None:
-            inst, rec.line_weights = inst
-            run = inst
-            rec.kcode = inst.__code__
-            rec.array_class = make_array_class(rec)
-            def tid_fn():
-                return rec.new_thread_lines()
-
-            rec.helpers = (tid_fn,)  # it never waits: the engine may still run threads as plain calls
-            g[TID_FN] = tid_fn
-        else:
-            tracer = settrace_lines(rec)
+    if rec.line_helper is not None:
+        g[TID_FN] = rec.line_helper
     old = sys.gettrace()
     t0 = time.perf_counter()
     if tracer is not None:

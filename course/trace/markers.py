@@ -185,7 +185,7 @@ def settrace_lines(rec: Recorder):
 
     def local(frame, event, arg):
         if event == "line":
-            extend((cur[0]._ts.tid, frame.f_lineno))
+            extend((cur[0].thread.tid, frame.f_lineno))
         return local
 
     def glob(frame, event, arg):

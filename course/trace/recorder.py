@@ -62,7 +62,11 @@ class Recorder(RaceFinder):
     """The hooks object handed to the engine: records accesses, then analyses each block as it ends (its races:
     :class:`~course.trace.races.RaceFinder`)."""
 
-    def __init__(self, kernel_code, detail_blocks, lines):
+    def __init__(self, kernel_code, detail_blocks, lines, *, line_weights=None, compiler_mode=None,
+                 compiler_job=None, compiler_why=""):
+        """``kernel_code``: the code object the engine runs (the instrumented copy when ``line_weights`` is given:
+        its line markers call :attr:`helpers`); ``compiler_mode``, ``compiler_job``, ``compiler_why``: see
+        :meth:`compiler_facts`."""
         self.kcode = kernel_code
         self.detail_blocks = detail_blocks  # None: every block; else a set of (x, y, z)
         self.flat: list = []  # five ints per access (see above)
@@ -71,7 +75,7 @@ class Recorder(RaceFinder):
         self.init_races()
         self.bar_marks: list = []  # access count at each barrier release: the barrier epochs
         self.barriers_total = 0  # barrier releases over the whole launch (bar_marks is per chunk)
-        self.cur = [None]  # [the engine's module of this launch]: cur[0]._ts is the running thread
+        self.cur = [None]  # [the engine's LaunchView of this launch]: cur[0].thread is the running thread
         self.user_ids = frozenset()  # id() of the kernel's and device functions' code objects
         self.lines_on = lines
         self.line_events: list = []  # flat (tid, line) pairs (the sys.settrace fallback)
@@ -80,7 +84,7 @@ class Recorder(RaceFinder):
         self.n_line = 0  # line events in line_arrays
         self.pending_div: list = []  # (events, block index per event, blocks) awaiting the divergence analysis
         self.pending_n = 0
-        self.line_weights: dict = {}  # marker line -> source lines it stands for
+        self.line_weights: dict = line_weights or {}  # marker line -> source lines it stands for
         self.descs: list = []
         self.desc_ids: dict = {}
         self.far_keys: dict = {}  # (id(code), callers, lasti) -> key >= _FAR
@@ -98,38 +102,51 @@ class Recorder(RaceFinder):
         self.nthreads = 0
         self._start = (0, 0)
         self.arrays: dict = {}  # (space, base) -> (name, root shape, itemsize)
-        self.array_class = make_array_class(self)
-        # what the GPU compiler merges (course.trace.compiler): set up by trace()
-        self.compiler_mode = None  # None: use facts when they can be had; False: never; True: required
-        self.compiler_job = None  # (fingerprint, spec) of the kernel and its argument types
-        self.compiler_why = ""
+        self.syncs: dict = defaultdict(list)  # tid -> syncwarp events it took part in, this block (on_syncwarp)
+        # what the GPU compiler merges (course.trace.compiler)
+        self.compiler_mode = compiler_mode  # None: use facts when they can be had; False: never; True: required
+        self.compiler_job = compiler_job  # (fingerprint, spec) of the kernel and its argument types
+        self.compiler_why = compiler_why
         self._facts = UNSET
         self._widths: dict = {}
         self.vector_candidates: set = set()  # sites with runs the compiler could merge
         self.vector_merged: set = set()  # sites whose runs were merged (the compiler did)
-        self.helpers: tuple = ()  # LaunchHooks.helpers: the line recorder trace() puts in the kernel's globals
+        self.helpers: tuple = ()  # LaunchHooks.helpers: what an instrumented kernel's markers call
+        if line_weights is not None:
+            def tid_fn():  # a kernel thread's first call: the ``append`` its line markers call
+                return self.new_thread_lines()
 
-    # ---- engine hooks
+            self.helpers = (tid_fn,)  # it never waits: the engine may still run threads as plain calls
+        self.array_class = make_array_class(self)
+
+    @property
+    def line_helper(self):
+        """The function an instrumented kernel's prologue calls (put in its globals as ``markers.TID_FN``)."""
+        return self.helpers[0] if self.helpers else None
+
+    # ---- engine hooks (course.engine.LaunchHooks)
+    def begin_launch(self, launch):
+        self.cur[0] = launch
+        self.nthreads = launch.threads_per_block
+
     def begin_block(self, block):
-        lau = _engine.launch_state()
-        self.cur[0] = _engine.current_module()
-        self.user_ids = frozenset(id(c) for c in lau.user_codes)
-        self.nthreads = lau.blockdim[0] * lau.blockdim[1] * lau.blockdim[2]
+        # the launch's code objects grow as device functions are first reached
+        self.user_ids = frozenset(id(c) for c in self.cur[0].codes)
         self._start = (len(self.flat) // 5, self.n_line)
+
+    def on_syncwarp(self, event, tids):
+        syncs = self.syncs
+        for t in tids:
+            syncs[t].append(event)
 
     def on_barrier(self, block):
         self.bar_marks.append(len(self.flat) // 5)
         self.barriers_total += 1
 
     def end_block(self, block):
-        lau = _engine.launch_state()
-        if lau is not None and lau.sync_log:  # the warp syncs of this block: who took part in which, in order
-            per: dict = defaultdict(list)
-            for eid, tids in lau.sync_log:
-                for t in tids:
-                    per[t].append(eid)
-            self.block_syncs[block] = dict(per)
-            lau.sync_log.clear()
+        if self.syncs:  # the warp syncs of this block: who took part in which, in order
+            self.block_syncs[block] = dict(self.syncs)
+            self.syncs.clear()
         self._collect_lines()
         self.chunk.append((block, self._start[0], len(self.flat) // 5, self._start[1], self.n_line))
         if len(self.flat) + 2 * self.n_line > _CHUNK:
@@ -165,7 +182,7 @@ class Recorder(RaceFinder):
     def new_thread_lines(self):
         """Called once by each thread of the instrumented kernel: the ``append`` its line markers call."""
         lines: list = []
-        self.thread_lines.append((self.cur[0]._ts.tid, lines))
+        self.thread_lines.append((self.cur[0].thread.tid, lines))
         return lines.append
 
     def _collect_lines(self):

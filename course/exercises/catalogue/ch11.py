@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
+from course.engine import is_kernel_object
 from course.exercises.contract import LAUNCH_TIME_LIMIT, Exercise, Input, Property, Result, Verdict
 from course.exercises.host import HOST_BUILTINS, HOST_NODES, HostRules, compile_host, lint_host
 from course.exercises.registry import register
@@ -272,7 +273,7 @@ def judge_split(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
     def verdict(status, score, hint):
         return Verdict(ex.name, status, score, ex.max_score, results, hint)
 
-    if getattr(fn, "py_func", None) is not None or type(fn).__name__ in ("CUDADispatcher", "FakeCUDAKernel"):
+    if getattr(fn, "py_func", None) is not None or is_kernel_object(fn):
         results.append(Result("plain Python host code", False, f"{ex.target} is decorated with @cuda.jit"))
         return verdict("rejected", 0, f"{ex.target} runs on the host: write it as a plain Python function.")
     if is_stub(fn):
