@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 
 from course import device as _dev
-from course.engine import simulator
+from course.engine import gpu_typing, simulator
 from course.engine.arrays import KernelArray, Record
 from course.engine.hooks import LaunchHooks
 from course.engine.kernel_api import (
@@ -200,6 +200,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
         lau.preempt = random.Random(seed)
     module = EngineCUDAModule(lau, simulator.fallback_module(grid, block))
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
+    gpu_typing.check(kernel, fn, name, args, simulator.host_array)  # what a GPU compile refuses is refused here too, before anything runs
     swapper = Swapper(module, lau)
     lau.swapper = swapper
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
