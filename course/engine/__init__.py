@@ -55,6 +55,7 @@ from course.engine.kernel_api import (
     launch_state,
 )
 from course.engine.launcher import launch, normalise_dims, order
+from course.engine.literals import numba_function
 from course.engine.messages import KernelError
 from course.engine.simulator import (
     device_py_func,
@@ -84,6 +85,7 @@ __all__ = [
     "launch",
     "launch_state",
     "normalise_dims",
+    "numba_function",
     "order",
     "stock_simulator",
 ]

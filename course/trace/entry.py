@@ -55,7 +55,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         keep = None if gx * gy * gz <= 64 else {linear(b) for b in range(4)}
     else:
         keep = {linear(b) for b in detail_blocks}
-    rec = Recorder(fn.__code__, keep, lines)
+    rec = Recorder(_engine.numba_function(fn).__code__, keep, lines)  # the code the engine runs (its literals)
     rec.compiler_mode = compiler
     if compiler is not False:
         try:
@@ -74,7 +74,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         if inst is not None:
             inst, rec.line_weights = inst
             run = inst
-            rec.kcode = inst.__code__
+            rec.kcode = _engine.numba_function(inst).__code__
             rec.array_class = make_array_class(rec)
             def tid_fn():
                 return rec.new_thread_lines()
