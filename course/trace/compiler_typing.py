@@ -23,6 +23,7 @@ TYPING_TIMEOUT_S = 60  # one kernel's typing; the child's start (importing numba
 
 _TYPING_CHILD = HARDWARE_MODE_PRELUDE + r'''
 import json, pickle, struct
+sys.path.extend(p for p in json.loads(sys.argv[2]) if p not in sys.path)  # the parent's, without its sitecustomize
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 from course.trace import compiler_typing as compiler
 out = sys.stdout
@@ -161,7 +162,10 @@ class _TypingChild:
 
         env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "COURSE_BACKEND")}
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", _TYPING_CHILD, str(ROOT)], stdin=subprocess.PIPE,
+            # -I: no sitecustomize or PYTHON* variables (one that imports course would load numba's simulator
+            # before the child's hardware mode); the parent's import path is handed over instead
+            self.proc = subprocess.Popen([sys.executable, "-I", "-c", _TYPING_CHILD, str(ROOT), json.dumps(sys.path)],
+                                         stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         except OSError as e:
             self.available, self.why = False, f"the typing child did not start: {e}"
