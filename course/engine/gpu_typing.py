@@ -23,6 +23,12 @@ _FUNCTION = re.compile(r"Function\(<(?:built-in function|function) ([\w.]+)[^>]*
 
 #: What to do, by what numba-cuda's message names (first hit wins).
 _ADVICE = (
+    (re.compile(r"(?:get|set)item\(array\(.*\), (?:\w*Tuple\()?.*float"),
+     "an array index must be an integer: `/` gives a float in Python and in numba-cuda, so use `//` (i // 2), "
+     "or int(...)"),
+    (re.compile(r"No implementation of function (?:array|local\.array|shared\.array)\b"),
+     "the shape of cuda.shared.array / cuda.local.array must be a constant numba-cuda knows when it compiles (a "
+     "literal, or a global constant), not a value known only at launch such as a kernel argument"),
     (re.compile(r"DictType|build_map|\bdict\b", re.I),
      "a dict does not exist inside a GPU kernel: use an array indexed by an integer (a lookup table passed in as "
      "an argument, or cuda.local.array for a small per-thread one)"),
@@ -69,14 +75,18 @@ def refusal_message(name, fn, refused) -> str:
     """What a learner reads when numba-cuda refuses kernel ``name`` (``refused``: :func:`gpu_typing`'s dict)."""
     message = refused.get("message", "")
     file, line = refused.get("file"), refused.get("line")
+    src = ""
     if not file or not line:  # numba named no statement: the kernel's own first line
         file, line = fn.__code__.co_filename, fn.__code__.co_firstlineno
-    src = linecache.getline(file, line).strip()
+    else:
+        src = linecache.getline(file, line).strip()
     if "ipykernel" in file or file.startswith("<"):
-        place = f"line {line} of the notebook cell that defines it"
+        place = f"line {line} of the notebook cell that defines it" if src else "it (in the notebook cell that defines it)"
     else:
         place = f"{os.path.relpath(file) if file.startswith(os.getcwd()) else file}:{line}"
-    advice = next((text for rx, text in _ADVICE if rx.search(message)), _DEFAULT_ADVICE)
+        place = place if src else f"it (defined at {place})"
+    said = first_useful_line(message) + "\n" + message
+    advice = next((text for rx, text in _ADVICE if rx.search(said)), _DEFAULT_ADVICE)
     return (f"kernel `{name}` does not compile for a GPU: numba-cuda refuses {place}"
             + (f":\n    {src}\n" if src else "\n")
             + f"{refused.get('error', 'TypingError')}: {first_useful_line(message)}\n"
