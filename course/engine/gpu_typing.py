@@ -113,7 +113,9 @@ def check(kernel, fn, name, args, host_array) -> None:
     verdict = _seen.get(memo, _seen)
     if verdict is _seen:
         verdict = _seen[memo] = _ask(fn, argtypes)
-    if verdict is None or "refused" not in verdict:
+    if verdict is None or "refused" not in verdict or not verdict["refused"].get("line"):
+        # a refusal that names no statement may be the child's rebuild, not the kernel (a CPU-side device
+        # function standing for a GPU intrinsic): the engine's own checks speak instead
         return
     from numba.core.errors import TypingError
 
