@@ -53,6 +53,7 @@ from course.engine.kernel_api import (
     current_thread,
 )
 from course.engine.launcher import install, launch, normalise_dims, order
+from course.engine.literals import numba_function
 from course.engine.messages import KernelError
 from course.engine.simulator import (
     device_py_func,
@@ -84,6 +85,7 @@ __all__ = [
     "kernel_py_func",
     "launch",
     "normalise_dims",
+    "numba_function",
     "order",
     "stock_simulator",
     "uninstall",

@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 
 from course import device as _dev
-from course.engine import simulator
+from course.engine import gpu_typing, literals, simulator
 from course.engine.arrays import KernelArray, Record
 from course.engine.hooks import LaunchHooks, LaunchView
 from course.engine.kernel_api import (
@@ -191,7 +191,8 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
         bad = [b for b in only if not 0 <= b < total]
         if bad:
             raise KernelError(f"{name}: blocks={bad[:3]} are outside the grid of {total} blocks")
-    lau = Launch(fn, name, grid, block, dynshared, array_class, hooks, only_blocks=only)
+    run = literals.numba_function(fn)  # float and int constants typed as numba-cuda types them
+    lau = Launch(run, name, grid, block, dynshared, array_class, hooks, only_blocks=only)
     if seed is not None and array_class is PreemptingArray:
         import random
 
@@ -201,6 +202,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     lau.on_syncwarp = getattr(hooks, "on_syncwarp", None)
     begin_launch = getattr(hooks, "begin_launch", None)
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
+    gpu_typing.check(kernel, fn, name, args, simulator.host_array)  # what a GPU compile refuses is refused here too, before anything runs
     swapper = Swapper(module, lau)
     lau.swapper = swapper
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit
@@ -211,7 +213,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     state.launch = lau
     state.module = module
     try:
-        swapper.add(fn)
+        swapper.add(run)
         lau.direct = lau.preempt is None and never_blocks(lau, module)
         if begin_launch is not None:
             begin_launch(lau.view)
@@ -220,7 +222,7 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
         errstate = np.errstate(divide="raise") if getattr(kernel, "_debug", False) else contextlib.nullcontext()
         try:
             with errstate, simulator.device_calls_as_python(swapper.add):
-                run_grid(lau, module, fn, kargs, seed)
+                run_grid(lau, module, run, kargs, seed)
         except LaunchTimeout as exc:  # landed between two threads, in the scheduler itself
             if lau.stalled is not None:
                 raise stall_error(lau, module._ts, exc) from None

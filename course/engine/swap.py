@@ -10,7 +10,7 @@ import numpy as np
 import sys
 import types
 
-from course.engine import mathlib
+from course.engine import literals, mathlib
 from course.engine.simulator import cuda_module, device_py_func
 
 # Installing the kernel's world: swap ``cuda`` and device functions in the globals it reaches
@@ -151,6 +151,7 @@ class Swapper:
                 if inner is not None:
                     # a device function captured by a closure (kernel factories): on the GPU backend it is a
                     # compiled dispatcher that Python cannot call, so the cell holds its Python code meanwhile
+                    inner = literals.numba_function(inner)
                     self.cells.append((cell, value))
                     cell.cell_contents = inner
                     self.add(inner)
@@ -165,6 +166,7 @@ class Swapper:
             else:
                 inner = device_py_func(value)
                 if inner is not None:
+                    inner = literals.numba_function(inner)
                     self.saved.append((g, name, value))
                     g[name] = inner
                     self.add(inner)

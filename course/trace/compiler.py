@@ -282,8 +282,8 @@ sys.stdout.write("\n@@FACTS@@" + json.dumps(out))
 '''
 
 
-def _child_compile(spec, ptxas, nvdisasm) -> dict:
-    """In the child: rebuild the kernel, compile it for sm_90, return its memory instructions per line."""
+def rebuild(spec):
+    """In a child: the kernel function of a :func:`describe` spec, its globals, closure and device functions rebuilt."""
     import importlib
 
     from numba import cuda
@@ -327,8 +327,15 @@ def _child_compile(spec, ptxas, nvdisasm) -> dict:
             fn.__defaults__ = resolve(f["defaults"])
         return fn
 
+    return build(spec["kernel"])
+
+
+def _child_compile(spec, ptxas, nvdisasm) -> dict:
+    """In the child: rebuild the kernel, compile it for sm_90, return its memory instructions per line."""
+    from numba import cuda
+
     try:
-        kernel = build(spec["kernel"])
+        kernel = rebuild(spec)
         argtypes = pickle.loads(spec["argtypes"])
         ptx, _ = cuda.compile_ptx(kernel, argtypes, cc=tuple(spec["cc"]), lineinfo=True)
     except Exception as e:  # reported to the parent, which falls back to source-level counts
@@ -425,6 +432,16 @@ def _committed() -> dict:
             c = {}
         _memo["__committed__"] = c
     return c
+
+
+def user_cache() -> pathlib.Path:
+    """The per-user cache folder of compiled facts (:mod:`course.trace.compiler_typing` keeps its verdicts under it)."""
+    return _user_cache()
+
+
+def committed() -> dict:
+    """The committed facts of ``data/compiler_facts.json``: ``{fingerprint: facts}`` (an "error" key: it did not compile)."""
+    return _committed()
 
 
 def _store(key, facts) -> None:
@@ -572,3 +589,4 @@ def vector_widths(f: Optional[dict], filename: str, line: int, store: bool) -> l
                 if part in ("64", "128"):
                     out.add(int(part) // 8)
     return sorted(out, reverse=True)
+

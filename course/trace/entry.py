@@ -64,7 +64,8 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
             why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
     inst = instrument(fn) if lines else None  # (code, line weights): line markers, else sys.settrace below
     run = inst[0] if inst is not None else kernel
-    rec = Recorder(run.__code__ if inst is not None else fn.__code__, keep, lines,
+    # the code the engine runs: its copy with the literals typed as numba-cuda types them (engine.numba_function)
+    rec = Recorder(_engine.numba_function(run if inst is not None else fn).__code__, keep, lines,
                    line_weights=inst[1] if inst is not None else None,
                    compiler_mode=compiler, compiler_job=job, compiler_why=why)
     tracer = settrace_lines(rec) if lines and inst is None else None

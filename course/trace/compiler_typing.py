@@ -1,0 +1,264 @@
+"""Typing only: would numba-cuda compile this kernel for a GPU?  (the CPU engine asks before a launch)
+
+The engine runs Python, so it runs kernels a GPU refuses (a dict, ``'%d' % i``).  One child per process, started on
+the first kernel that needs it and kept, types each unknown kernel signature with numba-cuda's own front end
+(``compile_cuda``: typing and lowering to LLVM; no NVVM, no ptxas; ~20-400 ms a kernel after a ~2 s start).  The
+kernel travels as :func:`course.trace.compiler.describe` makes it; a kernel whose committed compiler facts say it
+compiled, or whose verdict is cached on disk (the compiler's user cache, ``typing/``), never reaches the child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from typing import Optional
+
+from course.trace.compiler import HARDWARE_MODE_PRELUDE, ROOT, committed, describe, rebuild, user_cache
+
+
+TYPING_TIMEOUT_S = 60  # one kernel's typing; the child's start (importing numba-cuda) is inside the first
+
+_TYPING_CHILD = HARDWARE_MODE_PRELUDE + r'''
+import json, pickle, struct
+sys.path.extend(p for p in json.loads(sys.argv[2]) if p not in sys.path)  # the parent's, without its sitecustomize
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+from course.trace import compiler_typing as compiler
+out = sys.stdout
+out.write("@@TYPING@@" + json.dumps(compiler._child_ready()) + "\n"); out.flush()
+while True:
+    head = sys.stdin.buffer.read(4)
+    if len(head) < 4:
+        break  # the parent is gone or done
+    spec = pickle.loads(sys.stdin.buffer.read(struct.unpack("<I", head)[0]))
+    out.write("@@TYPING@@" + json.dumps(compiler._child_type(spec)) + "\n"); out.flush()
+'''
+
+
+def _child_ready() -> dict:
+    """In the typing child: whether numba-cuda's compiler (NVVM) is here, and numba-cuda's version."""
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        available = bool(nvvm.is_available())
+    except Exception as e:  # numba-cuda not importable in hardware mode
+        return {"available": False, "why": f"{type(e).__name__}: {e}"[:300]}
+    return {"available": available, "why": "" if available else "NVVM (the CUDA compiler) was not found"}
+
+
+def _child_type(spec) -> dict:
+    """In the typing child: ``{"ok": True}``, ``{"refused": {...}}`` (numba-cuda's error) or ``{"unknown": why}``."""
+    from numba.cuda import types as nt
+    from numba.cuda.compiler import compile_cuda
+
+    try:
+        kernel = rebuild(spec)
+        argtypes = pickle.loads(spec["argtypes"])
+    except Exception as e:  # something the child cannot rebuild: no verdict, never a refusal
+        return {"unknown": f"{type(e).__name__}: {e}"[:300]}
+    where = _where_typing_failed()
+    where.clear()
+    try:
+        compile_cuda(kernel, nt.void, argtypes, cc=tuple(spec["cc"]))
+    except Exception as e:
+        from numba.core.errors import NumbaError
+
+        try:
+            from numba.cuda.core.errors import NumbaError as CudaNumbaError
+        except ImportError:
+            CudaNumbaError = NumbaError
+        if not isinstance(e, (NumbaError, CudaNumbaError)):
+            return {"unknown": f"{type(e).__name__}: {e}"[:300]}
+        loc = getattr(e, "loc", None) or where.get("loc")
+        return {"refused": {"error": type(e).__name__, "message": str(e)[:4000],
+                            "file": getattr(loc, "filename", None), "line": getattr(loc, "line", None)}}
+    return {"ok": True}
+
+
+_failed_at: dict = {}
+
+
+def _where_typing_failed() -> dict:
+    """In the typing child: ``{"loc": ir.Loc}`` of the innermost statement being typed when an error went through.
+
+    numba-cuda 0.30's TypingError from a failed overload carries no location (its error context catches only its
+    own NumbaError class), so the child wraps numba-cuda's ``new_error_context`` to note the statement itself.
+    """
+    if _failed_at.get("patched"):
+        return _failed_at["where"]
+    import contextlib
+
+    where: dict = {}
+    _failed_at.update(patched=True, where=where)
+    try:
+        from numba.cuda.core import errors as cuda_errors
+        from numba.cuda.core import ir
+    except ImportError:
+        return where
+    original = cuda_errors.new_error_context
+
+    @contextlib.contextmanager
+    def noting(fmt_, *args, **kwargs):
+        try:
+            with original(fmt_, *args, **kwargs):
+                yield
+        except Exception:
+            loc = kwargs.get("loc") or next((a for a in args if isinstance(a, ir.Loc)), None)
+            if loc is not None and "loc" not in where:
+                where["loc"] = loc
+            raise
+
+    for mod in list(sys.modules.values()):
+        if (getattr(mod, "__name__", "") or "").startswith("numba.cuda") and \
+                getattr(mod, "new_error_context", None) is original:
+            mod.new_error_context = noting
+    return where
+
+
+def _numba_cuda_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numba-cuda")
+    except Exception:
+        return "?"
+
+
+class _TypingChild:
+    """The long-lived typing child of this process (None-safe: ``available`` False when there is none)."""
+
+    def __init__(self):
+        import threading
+
+        self.proc = None
+        self.available = None  # unknown until started
+        self.why = ""
+        self.lock = threading.Lock()
+        self.buf = b""
+
+    def _readline(self, deadline) -> Optional[dict]:
+        import select
+        import time
+
+        fd = self.proc.stdout.fileno()
+        while True:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                if line.startswith(b"@@TYPING@@"):
+                    return json.loads(line[len(b"@@TYPING@@"):])
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+
+    def _start(self) -> None:
+        import atexit
+        import time
+
+        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "COURSE_BACKEND")}
+        try:
+            # -I: no sitecustomize or PYTHON* variables (one that imports course would load numba's simulator
+            # before the child's hardware mode); the parent's import path is handed over instead
+            self.proc = subprocess.Popen([sys.executable, "-I", "-c", _TYPING_CHILD, str(ROOT), json.dumps(sys.path)],
+                                         stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        except OSError as e:
+            self.available, self.why = False, f"the typing child did not start: {e}"
+            return
+        atexit.register(self.close)
+        ready = self._readline(time.monotonic() + TYPING_TIMEOUT_S)
+        if ready is None:
+            self.close()
+            self.available, self.why = False, "the typing child did not answer"
+            return
+        self.available, self.why = bool(ready.get("available")), ready.get("why", "")
+        if not self.available:
+            self.close()
+
+    def type(self, spec) -> Optional[dict]:
+        import struct
+        import time
+
+        with self.lock:
+            if self.available is None:
+                self._start()
+            if not self.available:
+                return None
+            data = pickle.dumps(spec, protocol=4)
+            try:
+                self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+                self.proc.stdin.flush()
+            except OSError:
+                self.close()
+                self.available, self.why = False, "the typing child stopped"
+                return None
+            out = self._readline(time.monotonic() + TYPING_TIMEOUT_S)
+            if out is None:  # hung or died: no verdict now, and no more asking in this process
+                self.close()
+                self.available, self.why = False, "the typing child did not answer in time"
+            return out
+
+    def close(self) -> None:
+        p, self.proc = self.proc, None
+        if p is not None and p.poll() is None:
+            try:
+                p.stdin.close()
+                p.wait(timeout=5)
+            except (OSError, subprocess.SubprocessError):
+                p.kill()
+                p.wait()
+
+
+_typing_child = _TypingChild()
+_verdicts: dict = {}  # fingerprint -> verdict, in this process
+
+
+def gpu_typing(fn, argtypes) -> Optional[dict]:
+    """How numba-cuda types kernel ``fn`` for ``argtypes`` (numba types) on an sm_90 GPU.
+
+    ``{"ok": True}`` when it compiles (committed facts say so, a cached verdict, or the typing child), ``{"refused":
+    {"error", "message", "file", "line"}}`` when numba-cuda refuses it, None when unknown (no CUDA compiler here,
+    or the kernel reads something that cannot be sent to the child).  ``COURSE_GPU_TYPING=0`` turns it off.
+    """
+    if os.environ.get("COURSE_GPU_TYPING", "1") == "0":
+        return None
+    key, spec = describe(fn, argtypes)
+    memo = ("typing", key)
+    if memo in _verdicts:
+        return _verdicts[memo]
+    f = committed().get(key)
+    if f is not None and "error" not in f:
+        _verdicts[memo] = {"ok": True}  # it compiled (the committed facts)
+        return _verdicts[memo]
+    version = _numba_cuda_version()
+    path = user_cache() / "typing" / f"{key}.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("numba_cuda") == version:
+            _verdicts[memo] = cached["verdict"]
+            return _verdicts[memo]
+    except (OSError, ValueError, KeyError):
+        pass
+    verdict = _typing_child.type(spec)
+    if verdict is not None and "unknown" in verdict:
+        verdict = None
+    _verdicts[memo] = verdict
+    if verdict is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"numba_cuda": version, "verdict": verdict}))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return verdict
+
+
+def typing_why() -> str:
+    """Why :func:`gpu_typing` gives no verdicts in this process ("" while it does, or before it was asked)."""
+    return _typing_child.why
