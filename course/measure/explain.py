@@ -81,6 +81,8 @@ class Constants:
     default_registers: int = 32  # without compiler facts
     l1_latency_s: float = 40e-9  # fitted: a load that hits L1
     barrier_s: float = 300e-9  # fitted: what one syncthreads adds to a block's chain
+    l2_fill_share: float = 0.5  # L2 sectors of work per HBM sector filled or drained (the profile's lts counters)
+    max_instructions_per_step: float = 32.0  # the profile's most SASS instructions per traced warp line step
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
 
 
@@ -436,13 +438,17 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # loads that miss L1 go to the L2; a small array read by every block is fetched once per SM at most
     l2_loads = min(c.gld_sectors * (1.0 - c.l1_hit), k.sms * c.load_footprint / 32) if c.load_footprint else \
         c.gld_sectors * (1.0 - c.l1_hit)
-    # the L2 also moves what HBM fills and drains: a streaming kernel's L2 sectors are about twice its L1's
-    l2_sectors = l2_loads + full_st + c.atomics + c.dram_bytes / 32
+    # the L2 also works for what HBM fills and drains: about half a sector of L2 work per HBM sector (vector_add,
+    # read_strided: lts__t_sectors minus the L1's sectors over the DRAM sectors, in the profile run)
+    l2_sectors = l2_loads + full_st + c.atomics + k.l2_fill_share * c.dram_bytes / 32
     out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
     l1_wf = c.lines + c.shared_wavefronts
     t_l1 = l1_wf / (k.sms * k.clock_hz * k.l1_wavefronts_per_cycle)
     out["shared" if c.shared_wavefronts > c.lines else "l1"] = t_l1
     wi = c.warp_instructions if c.warp_instructions is not None else c.steps * k.instructions_per_step
+    # a loop the compiler unrolled but the count could not see (no memory line in it) inflates the SASS estimate:
+    # no course kernel issues more than ~36 warp instructions per traced line step (the naive matmul's loop)
+    wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
     out["issue"] = wi / (k.sms * k.schedulers * k.clock_hz * k.issue_efficiency)
     out["atomics"] = c.atomic_chain * k.atomic_same_address_s
     # latency: each wave of resident blocks waits for its loads one round trip after another
