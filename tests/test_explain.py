@@ -103,7 +103,7 @@ def test_a_launch_the_engine_refuses_is_refused_by_explain_with_the_engines_mess
 
 
 def test_a_loop_of_many_trips_is_cut_and_scaled():
-    """Loop sampling: a 2048-trip loop runs 16 trips, and the counts are those of 2048."""
+    """Loop sampling: a 2048-trip loop runs a few trips, and the counts are those of 2048."""
     from numba import cuda
 
     @cuda.jit
@@ -118,4 +118,4 @@ def test_a_loop_of_many_trips_is_cut_and_scaled():
     k, n = 2048, 64
     c, _ = X.count(sum_rows, 1, 64, (np.ones((k, n), np.float32), np.zeros(n, np.float32), k))
     assert c.gld_requests == 2 * k  # two warps, one request per trip each
-    assert any("first 16" in h for h in c.how)
+    assert any("ran their first" in h for h in c.how)  # the cap follows the time budget (2 to 16 trips)
