@@ -476,10 +476,6 @@ ATTRIBUTE_REACHES = {
     ("course.engine.scheduler", "_ts"): _INSIDE + " (kernel_api's thread state)",
     ("course.engine.launcher", "_ts"): _INSIDE + " (the stall watchdog names the thread that was running)",
     ("course.engine.watchdog", "_ts"): _INSIDE + " (the stall watchdog reads which thread is running)",
-    ("course.kernels.vector", "_view"): "the 16-byte load/store intrinsics find the NumPy view behind an engine "
-                                        "array on the CPU by its old name (engine.arrays keeps _view as an alias "
-                                        "of the public KernelArray.view_of): kernels/vector.py should ask for "
-                                        "view_of, an edit of the kernels layer left to its owner",
 }
 
 

@@ -460,6 +460,10 @@ def sm_count() -> int:
     return 1
 
 
+# the second pass of two_pass: one block sums the partials (a launch parameter: a CPU runs a smaller block)
+FINISH_THREADS = course.pick(cpu=64, gpu=1024)
+
+
 def _zero(d_out):
     """out[0] = 0 before an atomic version adds into it (a memset on the GPU: no kernel launch)."""
     if course.on_gpu():
@@ -523,7 +527,7 @@ class Version(registry.Version):
 
             def run():
                 kernel[grid, threads](d_a, partials)
-                finish[1, 1024 if course.on_gpu() else 64](partials, d_out)
+                finish[1, FINISH_THREADS](partials, d_out)
 
             return run
 

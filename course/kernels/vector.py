@@ -60,7 +60,7 @@ _VEC4 = vector_dtype(4)
 
 def _vec_view(arr, idx):
     """``arr`` seen as 16-byte elements and the index of the element holding ``arr[idx]`` (CPU engine)."""
-    make_view = getattr(arr, "_view", None)
+    make_view = getattr(arr, "view_of", None)  # the engine's KernelArray.view_of
     if make_view is None:  # numba's stock simulator: no byte-level view
         return None, None
     return make_view(arr.a.view(_VEC4)), tuple(idx[:-1]) + (idx[-1] // 4,)
@@ -160,7 +160,7 @@ def cpu_vector_load(width):
     def load(a, i):
         if width == 1:
             return a[i]
-        make_view = getattr(a, "_view", None)
+        make_view = getattr(a, "view_of", None)
         if make_view is None:  # numba's stock simulator: no byte-level view, read element by element
             return tuple(a[width * i + k] for k in range(width))
         key = id(a)
