@@ -102,6 +102,9 @@ CASES = [  # (body of a device function of x, x's type)
     ("return x / 2", "int32"), ("return x // 2", "int32"), ("return x * 0.5", "float64"),
     ("s = 0.0\n    s += x\n    return s", "float32"), ("s = 0\n    s += x\n    return s", "float32"),
     ("s = float32(0)\n    s += x\n    return s", "float32"), ("return x > 0.5", "float32"),
+    # module-level numbers (SCALE = 0.5, N = 3, HALF = float32(0.5)): numba-cuda freezes them as constants
+    ("return x * SCALE", "float32"), ("return x + N", "float32"), ("return x + N", "int32"),
+    ("return x * N", "int32"), ("return x // N", "int32"), ("return x * HALF", "float32"),
 ]
 
 TYPES = HARDWARE_MODE_PRELUDE + r'''
@@ -109,7 +112,7 @@ import json
 from numba import cuda, float32, types as nt
 out = {}
 for i, (body, arg) in enumerate(json.loads(sys.argv[2])):
-    g = {"float32": float32}
+    g = {"float32": float32, "SCALE": 0.5, "N": 3, "HALF": float32(0.5)}
     exec("def d(x):\n    %s\n" % body, g)
     try:
         _, res = cuda.compile_ptx(g["d"], (getattr(nt, arg),), device=True, cc=(9, 0))
@@ -136,8 +139,57 @@ def test_literal_result_types_are_numba_cudas():
     values = {"float32": np.float32(1.25), "int32": np.int32(3), "float64": np.float64(1.25)}
     engine = {}
     for i, (body, arg) in enumerate(CASES):
-        g = {"float32": np.float32}
+        g = {"float32": np.float32, "SCALE": 0.5, "N": 3, "HALF": np.float32(0.5)}
         exec("def d(x):\n    %s\n" % body, g)
         r = numba_function(g["d"])(values[arg])
         engine[str(i)] = "bool" if isinstance(r, (bool, np.bool_)) else np.dtype(type(r)).name
     assert engine == numba_says, [(CASES[int(i)], engine[i], numba_says[i]) for i in engine if engine[i] != numba_says[i]]
+
+
+# --- module-level numbers and numbers a factory closes over: numba-cuda freezes them as float64/int64 -----------
+
+SCALE = 0.1
+N = 3
+
+
+@cuda.jit
+def scale_by_global(a, out):
+    i = cuda.threadIdx.x
+    out[i] = a[i] * SCALE + N  # float64 on the GPU: SCALE is a float64 constant, N an int64 one
+
+
+@cpu_only
+def test_module_level_numbers_promote_as_on_a_gpu_and_the_globals_are_left_alone():
+    x = np.float32(16777217.0 / 3)
+    a = np.full(2, x, np.float32)
+    out = np.zeros(2, np.float64)
+    scale_by_global[1, 2](a, out)
+    assert out[0] == float(x) * 0.1 + 3 != float(x * np.float32(0.1) + np.float32(3))
+    assert type(SCALE) is float and type(N) is int  # frozen in the kernel's code copy, not in the module
+    globals()["SCALE"] = 0.3  # a later value is seen at the next launch
+    try:
+        scale_by_global[1, 2](a, out)
+    finally:
+        globals()["SCALE"] = 0.1
+    assert out[0] == float(x) * 0.3 + 3
+
+
+def test_globals_and_closure_numbers_frozen_in_the_copy_only():
+    from course.engine.literals import numba_function
+
+    g = {"SCALE": 0.5, "N": 3, "FLAG": True, "HALF": np.float32(0.5), "BIG": 2 ** 70}
+    exec("def f(x):\n    return x * SCALE, x + N, FLAG, x * HALF, BIG, [x * SCALE for _ in range(1)][0]\n", g)
+    r = numba_function(g["f"])(np.float32(1.5))
+    assert [type(v) for v in r] == [np.float64, np.float64, bool, np.float32, int, np.float64]
+    assert type(g["SCALE"]) is float and type(g["N"]) is int
+
+    def factory(scale):
+        def k(x):
+            return x * scale
+
+        return k
+
+    k = factory(0.5)
+    assert type(numba_function(k)(np.float32(1.5))) is np.float64
+    assert type(k.__closure__[0].cell_contents) is float  # the factory's own cell is untouched
+

@@ -67,3 +67,44 @@ def test_a_merely_long_launch_is_not_stopped_and_says_how_far_it_is(monkeypatch,
     assert out[5] == sum(range(300000))
     err = capfd.readouterr().err
     assert "still running" in err and "of 8 blocks done" in err and "interrupt the kernel" in err
+
+
+@cuda.jit
+def barrier_livelock(flag, out):
+    t = cuda.threadIdx.x
+    while flag[0] == 0:  # every thread passes the barrier again and again; nothing ever sets the flag
+        cuda.syncthreads()
+    out[t] = t
+
+
+@cuda.jit
+def barrier_loop_that_writes(out, n):
+    t = cuda.threadIdx.x
+    k = 0
+    while k < n:  # long, with a barrier and a store each time round: it ends
+        out[t] += 1.0
+        cuda.syncthreads()
+        k += 1
+
+
+@pytest.mark.timeout(30)
+def test_a_livelock_through_barriers_stops_in_seconds_naming_its_loop():
+    t0 = time.monotonic()
+    with pytest.raises(engine.KernelError) as info:
+        barrier_livelock[1, 32](np.zeros(1, np.int32), np.zeros(32))
+    assert time.monotonic() - t0 < 10
+    msg = str(info.value)
+    assert "cannot finish" in msg and "while flag[0] == 0:" in msg and "syncthreads" in msg
+    assert info.value.line is not None and info.value.block == (0, 0, 0)
+
+
+@pytest.mark.timeout(60)
+def test_a_long_barrier_loop_that_writes_memory_is_not_stopped(monkeypatch):
+    monkeypatch.setattr(watchdog, "STALL_SECONDS", 0.75)
+    out = np.zeros(32)
+    n = 60000
+    t0 = time.monotonic()
+    barrier_loop_that_writes[1, 32](out, n)
+    took = time.monotonic() - t0
+    assert (out == n).all()
+    assert took > 3 * 0.75, f"the loop ran {took:.1f} s: too short to show that the stall watch lets it run"

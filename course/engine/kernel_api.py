@@ -90,6 +90,7 @@ class Launch:
         self.on_syncwarp = None  # the hooks' on_syncwarp, or None
         self.preempt = None  # engine.order(seed): a random.Random that decides where a thread pauses after a load
         self.blocks_done = 0
+        self.threads_done = 0  # threads that finished the kernel (the stall watch's sign of progress)
         self.blocks_total = grid[0] * grid[1] * grid[2]
         self.note_due = False  # set by the stall watch after a few seconds: the launch says how far it is, once
         self.noted = False

@@ -273,8 +273,8 @@ def stall_error(lau, ts, exc):
     who = f"block {tuple(ts.block)}, thread {tuple(ts.thread)}" if ts is not None else "a thread"
     return KernelError(
         f"kernel `{lau.name}` cannot finish: {who} has been in the `while` loop at {place} for {seconds:.1f} s while "
-        "no thread finished or passed a barrier and no global or shared memory changed, so nothing can make its "
-        f"condition change:\n    {src}\n"
+        "no thread finished or left it and no global or shared memory changed (passing `cuda.syncthreads()` or a "
+        f"warp collective changes nothing by itself), so nothing can make its condition change:\n    {src}\n"
         "If the loop waits for a value another block writes (a flag, a counter): on the CPU engine blocks run one "
         "after another, so that block never runs while this one waits; on a GPU such a wait may hang or deadlock too "
         "(CUDA does not promise that the blocks of a grid run at the same time). Do not wait for other blocks inside "

@@ -109,6 +109,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
             except BaseException as exc:  # every kernel failure becomes a KernelError
                 raise thread_error(lau, ts, exc) from None
             ts.wait = "exited"
+            lau.threads_done += 1
         return
     live = len(states)
     on_barrier = getattr(lau.hooks, "on_barrier", None)
@@ -132,6 +133,7 @@ def _run_block(lau, module, pool, block, block_linear, thread_coords, rng):
             if res is _DONE:
                 live -= 1
                 ts.wait = "exited"
+                lau.threads_done += 1
                 free.append(ts.g)
                 ts.g = None
             else:

@@ -104,10 +104,10 @@ _TICK = 0.25
 
 class StallWatch:
     """Watches one running launch from the engine's one helper thread (a tick every 0.25 s; the launch itself
-    pays nothing per thread): when one thread stays inside one ``while`` loop for :data:`STALL_SECONDS` of
-    engine time while no thread finishes or passes a barrier and no global or shared memory changes, the loop
-    cannot end (a ``while True:``, or a spin-wait on a flag another block would set: blocks run in turn on the
-    engine), and the launch stops with :class:`LaunchStalled`.  After :data:`NOTE_SECONDS` a launch that is
+    pays nothing per thread): when the running threads stay inside one ``while`` loop for :data:`STALL_SECONDS`
+    of engine time while no thread finishes and no global or shared memory changes (barriers passed meanwhile
+    change nothing by themselves), the loop cannot end (a ``while True:``, a spin-wait on a flag another block
+    would set: blocks run in turn on the engine, or such a wait through ``cuda.syncthreads()``), and the launch stops with :class:`LaunchStalled`.  After :data:`NOTE_SECONDS` a launch that is
     merely long gets a one-line note (blocks done / total, how to stop it), printed by the launch's own thread
     between blocks."""
 
@@ -152,6 +152,8 @@ class StallWatch:
             self.cand = None
             return
         loop, token, cand = self._loop_now(), self._token(), self.cand
+        if loop is _ELSEWHERE:  # between two threads (the scheduler, a barrier): no look this tick
+            return
         if loop is None or cand is None or cand[0] != loop or cand[1] != token:
             self.cand = [loop, token, None, self.engine_time] if loop is not None else None
             return
@@ -170,19 +172,21 @@ class StallWatch:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread_id), ctypes.py_object(LaunchStalled))
 
     def _token(self):
-        """Changes whenever a thread finishes or passes a barrier, or another thread or block runs (no cost to
-        the launch: these are fields the scheduler keeps anyway)."""
-        ts = self.module._ts
-        return (id(ts), getattr(ts, "wait", None), getattr(ts, "barriers", None), self.lau.blocks_done)
+        """Changes whenever a thread finishes or a block ends (no cost to the launch: counters the scheduler keeps
+        anyway).  Passing a barrier or a warp collective, or the scheduler moving on to another thread of the block,
+        is not progress by itself: threads that loop through ``cuda.syncthreads()`` with memory unchanged and
+        nobody leaving the loop are a livelock (``while flag[0] == 0: cuda.syncthreads()``)."""
+        return (self.lau.threads_done, self.lau.blocks_done)
 
     def _loop_now(self):
-        """(code, first line, last line) of the innermost ``while`` loop the running thread is in, else None."""
+        """(code, first line, last line) of the innermost ``while`` loop the running thread is in, None when it is
+        in none, :data:`_ELSEWHERE` when no kernel code is running (the scheduler is between two threads)."""
         frame = sys._current_frames().get(self.thread_id)
         codes = self.lau.user_codes
         while frame is not None and frame.f_code not in codes:
             frame = frame.f_back
         if frame is None:
-            return None
+            return _ELSEWHERE
         return while_loop_at(frame.f_code, frame.f_lineno)
 
     def _memory(self):
@@ -202,6 +206,7 @@ class StallWatch:
         return h.digest()
 
 
+_ELSEWHERE = ("elsewhere",)  # _loop_now: no kernel code on the launch's stack
 _watches: dict = {}  # OS thread id -> the StallWatch of the launch running on it
 _watch_lock = threading.Lock()
 _helper = []
