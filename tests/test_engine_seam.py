@@ -59,7 +59,8 @@ def test_an_observer_sees_the_launch_its_syncwarps_and_shared_bytes():
     # one syncwarp per warp per block, numbered in the order they resolve across the launch
     assert obs.events == [(0, warp0), (1, warp1), (2, warp0), (3, warp1)]
     assert obs.shared == [((0, 0, 0), 96), ((1, 0, 0), 96)]
-    assert engine.kernel_py_func(_two_warps).__code__ in obs.launch.codes
+    # the code that runs: the engine's copy with the literals typed as numba-cuda types them
+    assert engine.numba_function(engine.kernel_py_func(_two_warps)).__code__ in obs.launch.codes
     np.testing.assert_array_equal(out, np.arange(64))
 
 
