@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input, Property
-from course.exercises.host import judge_host, schedule
+from course.exercises.host import PIPELINE_CODE, host_judge, schedule
 from course.exercises.inputs import ceil_div, f32, random_size
 from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races
 from course.exercises.registry import register
@@ -241,6 +241,6 @@ register(Exercise(
                 "(the last one is shorter), and that you return the pinned output buffer's contents after "
                 "waiting for the GPU."),
     stub_hint="pinned buffers, streams, then per chunk: copy in, kernel, copy out on one stream; synchronise; return",
-    host_judge=judge_host,
+    host_judge=host_judge(PIPELINE_CODE),
     host_kernel=lambda: __import__("course.kernels.transfers", fromlist=["scale"]).scale,
 ))
