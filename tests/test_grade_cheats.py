@@ -2,7 +2,7 @@
 themselves.
 
 tests/fixtures/submissions/cheats/ holds one notebook per class of cheat, each kernel with a comment saying what
-is wrong with it. They are judged as the grader judges a submission (course.grade.judge_submission: found in the
+is wrong with it. They are judged as the grader judges a submission (course.grading.grade.judge_submission: found in the
 source, linted, compiled, judged in a forked process), without running the notebook. What each row must say is
 written here from what each cheat does, not from the grader's output.
 """
@@ -18,7 +18,7 @@ CHEATS = ROOT / "tests" / "fixtures" / "submissions" / "cheats"
 
 
 def _judged(name, **opts):
-    from course.grade import judge_submission
+    from course.grading.grade import judge_submission
 
     data = (CHEATS / name).read_bytes()
     record = judge_submission(name, data, {"launch_timeout": 20, "salt": "fixed for the test", **opts})
@@ -37,7 +37,7 @@ def test_a_race_on_one_global_word_costs_the_point_and_names_its_line():
     _, rows = _judged("races.ipynb")
     assert set(rows) == {"06.sum_grid_stride", "07.tree_sum", "02.count_positive"}
     assert not _not_full(rows), _not_full(rows)
-    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("07.tree_sum", "`out[0] += s[0]`"),
+    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("07.tree_sum", "`out[r] += s[t]`"),
                        ("02.count_positive", "`out[0] += cuda.popc(mask)`")]:
         msg = rows[name]["message"]
         assert "no race between threads" in msg and "race on global array `out`" in msg and line in msg, msg
@@ -111,7 +111,7 @@ def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
 
 
 def test_every_stored_string_is_bounded():
-    from course.grade import bounded
+    from course.grading.output import bounded
 
     got = bounded({"a": ["x" * 5000, {"b": "y" * 10}], "n": 3}, 100)
     assert got["a"][0] == "x" * 100 + " … [4,900 more characters cut]" and got["a"][1] == {"b": "y" * 10}
@@ -163,3 +163,23 @@ def test_one_dummy_shared_word_does_not_count_as_using_shared_memory():
     r = rows["10.block_reverse_fixed"]
     assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
     assert "uses shared memory" in r["message"] and "1 shared words written and read back" in r["message"], r
+
+
+def test_a_pipeline_that_waits_after_every_chunk_is_serial():
+    # hollow_properties.ipynb: pipeline calls cuda.synchronize() after each chunk's copy back: the host issues the
+    # next chunk only when the last has ended, so the schedule is the serial one (1.00 of it, not the 0.38 the
+    # model gave when it skipped the synchronisation)
+    _, rows = _judged("hollow_properties.ipynb")
+    r = rows["08.pipeline"]
+    assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
+    assert "the schedule overlaps copies with kernels" in r["message"] and "modelled time 1.00 of the serial" in r[
+        "message"], r
+
+
+def test_a_split_sum_that_sends_nothing_back_is_not_a_combine():
+    # hollow_properties.ipynb: split_sum launches each device's share, copies nothing back and adds x on the host
+    _, rows = _judged("hollow_properties.ipynb")
+    r = rows["11.split_sum"]
+    assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
+    msg = " ".join(r["message"].split())
+    assert "only the partial sums come back" in msg and "copied back per device: {0: 0, 1: 0, 2: 0}" in msg, r
