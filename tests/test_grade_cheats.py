@@ -135,6 +135,20 @@ def test_a_kernel_cannot_recognise_the_launch_its_properties_are_measured_on():
     assert sg["status"] == "partial" and f"{n} atomic operations on global memory" in sg["message"], sg  # one each
 
 
+def test_a_kernel_cannot_recognise_the_shape_its_exercise_was_always_traced_at():
+    # traced_size.ipynb: stencil_2d, dot_mapped, sgemm_regtile and softmax_rows take the cheap path everywhere but
+    # on the one shape their exercise was always traced at (32x64, n=4096, 32x32 @ 32x32, 8x128), where their
+    # limits were fixed numbers; traced on a drawn shape, each loses the point it was after
+    _, rows = _judged("traced_size.ipynb")
+    lost = {"06.stencil_2d": "reads global memory about once", "08.dot_mapped": "few global atomics",
+            "09.sgemm_regtile": "register reuse", "10.softmax_rows": "reads global memory about once"}
+    for name, prop in lost.items():
+        r = rows[name]
+        failed = [line for line in r["message"].splitlines() if line.startswith("FAILED")]
+        assert r["status"] == "partial" and r["score"] < r["max_score"], r
+        assert prop in " ".join(failed) and "32x64" not in r["message"] and "8x128" not in r["message"], r
+
+
 def test_the_traced_size_is_drawn_from_the_seed():
     import numpy as np
 

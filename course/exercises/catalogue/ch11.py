@@ -30,6 +30,7 @@ from course.exercises.host import (
     lint_host,
     result_wrong,
 )
+from course.exercises.inputs import trace_size
 from course.exercises.registry import register
 
 SPLIT_THREADS = 256
@@ -182,7 +183,7 @@ def _inputs(rng):
 
 
 def _trace_input(rng):
-    return _sum_input(rng, 8_192, [1, 2, 1], "the recorded run")
+    return _sum_input(rng, trace_size(rng, 8_192), [1, 2, 1], "the recorded run")
 
 
 def _runner(kernel: Callable, shift: float = 0.0) -> Callable:
@@ -430,7 +431,7 @@ register(Exercise(
           "its share (elements copied in, launches and where their arrays live, bytes copied back), on as many "
           "simulated devices as there are weights, on every machine."),
     make_inputs=_split_inputs(_scale_input),
-    make_trace_input=lambda rng: _scale_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    make_trace_input=lambda rng: _scale_input(rng, trace_size(rng, 4_096), [1, 2, 1], "the recorded run"),
     properties=_split_props(0),
     hint_wrong=("Check the share boundaries with integer arithmetic (n * partial_weight_sum // total), that empty "
                 "shares launch nothing, and that each device's result lands in out at its own share's place."),
@@ -454,7 +455,7 @@ register(Exercise(
           "Judged on the result, on each device copying its share and its halo and no more, launching on its own "
           "arrays, and sending back its share of the result once."),
     make_inputs=_split_inputs(_stencil_input),
-    make_trace_input=lambda rng: _stencil_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    make_trace_input=lambda rng: _stencil_input(rng, trace_size(rng, 4_096), [1, 2, 1], "the recorded run"),
     properties=_split_props(1),
     hint_wrong=("The elements next to a share's boundaries need their neighbours from the next share: copy them "
                 "in with the share (one on each side, except at the ends of x), and tell the kernel where the share "
