@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input, Property
-from course.exercises.inputs import ceil_div, distinct, random_size, trace_size
+from course.exercises.inputs import ceil_div, distinct, random_size, trace_shape, trace_size
 from course.exercises.properties import coalesced, conflict_free, no_races, shared_at_most, uses_shared
 from course.exercises.registry import register
 
@@ -76,7 +76,8 @@ register(Exercise(
           "still reads this one (数据竞争). Reading the tile by columns puts all 32 lanes in one bank; cure it by "
           "padding the tile (填充). Shapes that do not fill a tile must work too."),
     make_inputs=_batched_inputs,
-    make_trace_input=lambda rng: _tp_input(rng, trace_size(rng, 64, TP_TILE), trace_size(rng, 64, TP_TILE), "full tiles", batch=2, z=False),
+    make_trace_input=lambda rng: _tp_input(rng, *trace_shape(rng, (64, 64), (TP_TILE, TP_TILE), 3072), "full tiles",
+                                                  batch=2, z=False),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="The tile is read by columns: lane tx reads row tx. Which bank does each row "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size, trace_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_shape, trace_size
 from course.exercises.properties import (
     coalesced,
     conflict_free,
@@ -100,7 +100,7 @@ register(Exercise(
           "should walk along to load it coalesced (合并访存), and how the tile of b is then read in the inner "
           "loop without bank conflicts (存储体冲突)."),
     make_inputs=_mt_inputs,
-    make_trace_input=lambda rng: _mt_input(rng, trace_size(rng, 32, MM_TILE), trace_size(rng, 32, MM_TILE), trace_size(rng, 32, MM_TILE), "full tiles"),
+    make_trace_input=lambda rng: _mt_input(rng, *trace_shape(rng, (32, 32, 32), (MM_TILE,) * 3, 40_960), "full tiles"),
     properties=(
         uses_shared(hint="Each element of a and b should be loaded from global memory once per tile and then "
                          "read 16 times from a cuda.shared.array."),
@@ -146,7 +146,7 @@ def _rt_inputs(rng):
     ]
 
 
-RT_TRACE = (64, 32, 64)  # about the traced m, k, n: drawn per check in whole tiles (inputs.trace_size)
+RT_TRACE = (64, 32, 64)  # about the traced m, k, n: drawn per check in whole tiles, m k n at most 1.5 x 32^3
 
 
 def RT_MAX_SHARED_LOADS(inp):
@@ -168,7 +168,7 @@ register(Exercise(
           "which 2x2 elements a thread owns so that its warp's stores and the tile reads stay coalesced and free "
           "of bank conflicts; correct for every shape."),
     make_inputs=_rt_inputs,
-    make_trace_input=lambda rng: _rt_input(rng, *(trace_size(rng, around, unit) for around, unit in zip(RT_TRACE, (RT_TILE, RT_BK, RT_TILE))),
+    make_trace_input=lambda rng: _rt_input(rng, *trace_shape(rng, RT_TRACE, (RT_TILE, RT_BK, RT_TILE), 49_152),
                                            "full tiles"),
     properties=(
         uses_shared(),
