@@ -92,7 +92,8 @@ EXPECT_B = {
     "06.max_grid_stride": ("fail", ["correct result", "is 0, expected"], ["-inf"]),
     "06.scale_coarsened": ("fail", ["n=129", "out[128] is NaN: never written"], ["128 apart"]),
     "06.dot_grid_stride": ("fail", ["correct result", "NaN"], ["first 8 slots"]),
-    "06.sum_grid_stride": ("fail", ["correct result", "n=257"], ["exactly once"]),
+    # no input named: n=257 loses only x[256], which a draw makes 0 once in a hundred (then n=2000-odd fails)
+    "06.sum_grid_stride": ("fail", ["correct result", "elements wrong"], ["exactly once"]),
     "06.stencil_2d": ("fail", ["correct result", "1x33"], ["halo"]),
     "07.block_sums_shuffle": ("fail", ["correct result", "n=33"], ["shuffle"]),
     "07.inclusive_scan": ("fail", ["correct result", "n=1"], ["2d elements"]),
