@@ -95,6 +95,31 @@ def test_copying_the_shares_back_is_not_a_combine():
     assert failed == ["only the partial sums come back to the host (最终合并)"], v.message
 
 
+def test_summing_x_on_the_host_and_sending_nothing_back_is_not_a_combine():
+    # issue 27: the devices launch their shares, but nothing comes back; the host adds x itself (right sum)
+    fn = _variant("    for out in partials:  # the final combine: one float per block crosses back to the host\n"
+                  "        for value in out.copy_to_host():\n            total += float(value)",
+                  "    for value in x:\n        total += float(value)")
+    v = exercises.judge(exercises.get("11.split_sum"), fn, seed=5)
+    failed = [r for r in v.results if not r.passed]
+    assert v.status == "partial" and v.score == v.max_score - 1, v.message
+    assert [r.what for r in failed] == ["only the partial sums come back to the host (最终合并)"], v.message
+    # every device had a share of the traced run (weights [1, 2, 1]) and sent back none of its partials
+    assert "bytes of partial sums copied back per device: {0: 0, 1: 0, 2: 0}" in failed[0].detail, v.message
+    assert "device(s) [0, 1, 2] sent back too few or none" in failed[0].detail, v.message
+
+
+def test_partials_copied_back_and_ignored_are_not_a_combine():
+    # the partials come back, as the property counted before, but the sum returned is x's, added on the host
+    fn = _variant("    return total\n", "    total = 0.0\n    for value in x:\n        total += float(value)\n"
+                  "    return total\n")
+    v = exercises.judge(exercises.get("11.split_sum"), fn, seed=5)
+    failed = [r for r in v.results if not r.passed]
+    assert v.status == "partial" and [r.what for r in failed] == [
+        "only the partial sums come back to the host (最终合并)"], v.message
+    assert "moved by 0.5" in failed[0].detail and "not made of the partials copied back" in failed[0].detail, v.message
+
+
 def test_a_lost_share_gives_a_wrong_sum():
     fn = _variant("    for d in range(len(weights)):", "    for d in range(len(weights) - 1):")
     v = exercises.judge(exercises.get("11.split_sum"), fn, seed=6)

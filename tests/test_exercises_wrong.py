@@ -20,9 +20,10 @@ from course import exercises as E
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WRONG = ROOT / "tests" / "fixtures" / "submissions" / "wrong"
 
-# exercise -> (status, words the message must contain, words the hint must contain) for each fixture; where the
-# traced size is drawn per check (course.exercises.inputs.trace_size), "{n}" stands for the traced n the message
-# names ("[input n=...]") and "{warps}" for its warps, ceil(n / 32)
+# exercise -> (status, words the message must contain, words the hint must contain) for each fixture; the traced
+# size is drawn per check (course.exercises.inputs.trace_size), so a word may name it: "{n}" stands for the traced n
+# the message names ("[input n=...]", also of a split), "{warps}" for its warps, ceil(n / 32), "{mkn}" for m*k*n of
+# a traced product ("[input MxK @ KxN"), "{cols/16}", "{cols/8}" for the columns of a traced "RxC" over 16, 8 (at most 32), "{thirds}" for the even three-way shares of n ([n//3, 2n//3 - n//3, ...])
 EXPECT_A = {
     "01.saxpy": ("fail", ["n=513", "out[512] is NaN: never written"], ["blockIdx.y"]),
     "01.reverse": ("error", ["out of bounds", "n=1"], ["negative"]),
@@ -34,15 +35,15 @@ EXPECT_A = {
     "02.count_positive": ("partial", ["few global atomics", "want at most {warps}"], ["lane"]),
     "02.warp_sum_fixed": ("partial", ["no race between threads", "s[t] += s[t + offset]"], ["lockstep"]),
     "03.kinetic_energy": ("error", ["out of bounds", "q[i, VX]"], ["wrong order"]),
-    "03.column_sums": ("partial", ["16.00 sectors per request"], ["neighbours"]),
+    "03.column_sums": ("partial", ["{cols/16} sectors per request"], ["neighbours"]),  # lanes cols/64 columns apart
     "03.aos_to_soa": ("partial", ["coalesced global loads", "32.00 sectors per request"], ["float k"]),
     "04.stencil_1d": ("partial", ["uses shared memory", "reads global memory about once"], ["tile"]),
     "04.histogram": ("partial", ["uses shared memory", "{n} atomic operations"], ["shared"]),
     "05.transpose_padded": ("fail", ["correct result", "2 x 17x16", "no race between threads"], ["wait"]),
     "05.transpose_swizzled": ("partial", ["4224 bytes of shared memory"], ["swizzle"]),
     "05.transpose_mine": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["store"]),
-    "06.clamp_grid_stride": ("partial", ["16.00 sectors per request"], ["jump"]),
-    "06.max_grid_stride": ("partial", ["4096 atomic operations", "want at most 8"], ["shuffles"]),
+    "06.clamp_grid_stride": ("partial", ["{cols/16} sectors per request"], ["jump"]),  # runs of cols/64 floats
+    "06.max_grid_stride": ("partial", ["{n} atomic operations", "want at most 8"], ["shuffles"]),  # one per element
     "06.scale_coarsened": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
     "06.dot_grid_stride": ("partial", ["512 atomic operations", "want at most 2"], ["shared memory"]),
     "06.sum_grid_stride": ("partial", ["{n} atomic operations", "want at most 256"], ["register"]),
@@ -51,19 +52,21 @@ EXPECT_A = {
     "07.inclusive_scan": ("fail", ["correct result", "no race between threads"], ["wait"]),
     "07.min_max_blocks": ("fail", ["correct result", "is 0, expected"], ["+inf"]),  # a padded 0 wins
     "07.exclusive_scan": ("fail", ["correct result"], ["inclusive"]),
-    "08.dot_mapped": ("partial", ["4096 atomic operations", "want at most 4"], ["block"]),
+    "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
-    "09.matvec": ("partial", ["32.00 sectors per request"], ["neighbouring columns"]),
+    "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
     # how many ways depends on which loads ptxas merges into LDS.64/.128, which differs between CUDA versions
     # (3-way with this machine's ptxas 13.5, 4.5-way with the H200's 13.0): the reason is the conflict
     "09.matmul_abt": ("partial", ["no bank conflicts on the tile reads", "-way bank conflict"], ["bank"]),
-    "09.sgemm_regtile": ("partial", ["2048 shared-memory load requests", "want at most 1024"], ["two multiply-adds"]),
+    # a plain tiled inner loop: 4 shared loads for 2 multiply-adds, twice the 1 per multiply-add allowed
+    "09.sgemm_regtile": ("partial", ["{2mkn/32} shared-memory load requests", "want at most {mkn/32}"],
+                         ["two multiply-adds"]),
     "09.matvec_t": ("error", ["out of bounds", "17x16", "a[r, c]"], ["a.shape[1]"]),
     "10.scale_rows_fixed": ("partial", ["coalesced global loads", "coalesced global stores"], ["trace"]),
     "10.block_reverse_fixed": ("fail", ["no race between threads", "out[i] = s[count - 1 - t]"], ["wait"]),
     "10.softmax_rows": ("fail", ["correct result", "large values"], ["maximum"]),
     "10.diff_fixed": ("error", ["out of bounds", "n=1", "x[i + 1]"], ["engine names the line"]),
-    "11.split_scale": ("partial", ["each device gets its share of x", "[1365, 1365, 1366]"], ["w[0]"]),
+    "11.split_scale": ("partial", ["each device gets its share of x", "{thirds}"], ["w[0]"]),  # weights ignored
     "11.split_stencil": ("fail", ["correct result", "elements wrong"], ["neighbours"]),
 }
 EXPECT_B = {
@@ -89,13 +92,14 @@ EXPECT_B = {
     "06.max_grid_stride": ("fail", ["correct result", "is 0, expected"], ["-inf"]),
     "06.scale_coarsened": ("fail", ["n=129", "out[128] is NaN: never written"], ["128 apart"]),
     "06.dot_grid_stride": ("fail", ["correct result", "NaN"], ["first 8 slots"]),
-    "06.sum_grid_stride": ("fail", ["correct result", "n=257"], ["exactly once"]),
+    # no input named: n=257 loses only x[256], which a draw makes 0 once in a hundred (then n=2000-odd fails)
+    "06.sum_grid_stride": ("fail", ["correct result", "elements wrong"], ["exactly once"]),
     "06.stencil_2d": ("fail", ["correct result", "1x33"], ["halo"]),
     "07.block_sums_shuffle": ("fail", ["correct result", "n=33"], ["shuffle"]),
     "07.inclusive_scan": ("fail", ["correct result", "n=1"], ["2d elements"]),
     "07.min_max_blocks": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"], ["bank"]),
     "07.exclusive_scan": ("fail", ["correct result", "no race between threads", "s[t] += s[t - d]"], ["wait"]),
-    "08.dot_mapped": ("partial", ["reads global memory about once", "want at most 1024"], ["neighbouring"]),
+    "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),
     "09.matmul_abt": ("partial", ["coalesced global loads", "10.00 sectors per request"], ["contiguous along k"]),
@@ -106,9 +110,31 @@ EXPECT_B = {
     "09.matvec_t": ("fail", ["correct result"], ["x[r]"]),
     "10.diff_fixed": ("fail", ["correct result", "out[0] is NaN: never written"], ["still writes"]),
     "11.split_scale": ("partial", ["launches per device: {0: 3}", "got arrays of device(s)"], ["with cuda.gpus[d]"]),
-    "11.split_stencil": ("partial", ["copied to each device: [4096, 4096, 4096]", "not the whole vector"],
+    "11.split_stencil": ("partial", ["copied to each device: [{n}, {n}, {n}]", "not the whole vector"],
                          ["no more"]),
 }
+
+
+def _traced_words(word: str, msg: str) -> str:
+    """``word`` with the traced size the message names put in for its placeholders (see EXPECT_A)."""
+    if "{" not in word:
+        return word
+    vals = {}
+    n = re.search(r"\[input n=(\d+)", msg)
+    if n:
+        n = int(n.group(1))
+        thirds = [n // 3, 2 * n // 3 - n // 3, n - 2 * n // 3]
+        vals.update({"n": n, "warps": -(-n // 32), "n/4": n // 4, "thirds": str(thirds)})
+    rc = re.search(r"\[input (\d+)x(\d+) \(", msg)
+    if rc:
+        cols = int(rc.group(2))  # lanes 4 cols/k bytes apart: a request spans 32 sectors at most
+        vals.update({"cols/16": f"{min(cols / 16, 32):.2f}", "cols/8": f"{min(cols / 8, 32):.2f}"})
+    mm = re.search(r"\[input (\d+)x(\d+) @ (\d+)x(\d+)", msg)
+    if mm:
+        m, k, _, n2 = map(int, mm.groups())
+        vals.update({"mkn/32": m * k * n2 // 32, "2mkn/32": 2 * m * k * n2 // 32})
+    names = ("n", "warps", "n/4", "thirds", "mkn/32", "2mkn/32", "cols/16", "cols/8")  # anything else in braces is the message's own
+    return re.sub(r"\{([^}]+)\}", lambda g: str(vals[g.group(1)]) if g.group(1) in names else g.group(0), word)
 
 
 def _judged(path):
@@ -141,10 +167,7 @@ def test_wrong_solutions_fail_for_the_right_reason(which, expect):
     for name, (status, words, hint_words) in expect.items():
         r = rows[name]
         msg, hint = " ".join(r["message"].split()), " ".join(r.get("hint", "").split())
-        traced = re.search(r"\[input n=(\d+)", msg)
-        if traced:
-            n = int(traced.group(1))
-            words = [w.replace("{n}", str(n)).replace("{warps}", str(-(-n // 32))) for w in words]
+        words = [_traced_words(w, msg) for w in words]
         if r["status"] != status or int(r["score"]) >= int(r["max_score"]):
             problems.append(f"{name}: {r['status']} {r['score']}/{r['max_score']}, expected {status}: {msg}")
         problems += [f"{name}: {w!r} not in the message: {msg}" for w in words if w not in msg]

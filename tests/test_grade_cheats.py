@@ -2,7 +2,7 @@
 themselves.
 
 tests/fixtures/submissions/cheats/ holds one notebook per class of cheat, each kernel with a comment saying what
-is wrong with it. They are judged as the grader judges a submission (course.grade.judge_submission: found in the
+is wrong with it. They are judged as the grader judges a submission (course.grading.grade.judge_submission: found in the
 source, linted, compiled, judged in a forked process), without running the notebook. What each row must say is
 written here from what each cheat does, not from the grader's output.
 """
@@ -35,9 +35,9 @@ def _not_full(rows):
 
 def test_a_race_on_one_global_word_costs_the_point_and_names_its_line():
     _, rows = _judged("races.ipynb")
-    assert set(rows) == {"06.sum_grid_stride", "06.dot_grid_stride", "02.count_positive"}
+    assert set(rows) == {"06.sum_grid_stride", "07.tree_sum", "02.count_positive"}
     assert not _not_full(rows), _not_full(rows)
-    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("06.dot_grid_stride", "`out[0] += s`"),
+    for name, line in [("06.sum_grid_stride", "`out[0] += s`"), ("07.tree_sum", "`out[r] += s[t]`"),
                        ("02.count_positive", "`out[0] += cuda.popc(mask)`")]:
         msg = rows[name]["message"]
         assert "no race between threads" in msg and "race on global array `out`" in msg and line in msg, msg
@@ -111,7 +111,7 @@ def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
 
 
 def test_every_stored_string_is_bounded():
-    from course.grading.grade import bounded
+    from course.grading.output import bounded
 
     got = bounded({"a": ["x" * 5000, {"b": "y" * 10}], "n": 3}, 100)
     assert got["a"][0] == "x" * 100 + " … [4,900 more characters cut]" and got["a"][1] == {"b": "y" * 10}
@@ -133,6 +133,20 @@ def test_a_kernel_cannot_recognise_the_launch_its_properties_are_measured_on():
     sg = rows["06.sum_grid_stride"]
     n = int(sg["message"].split("[input n=")[1].split()[0])
     assert sg["status"] == "partial" and f"{n} atomic operations on global memory" in sg["message"], sg  # one each
+
+
+def test_a_kernel_cannot_recognise_the_shape_its_exercise_was_always_traced_at():
+    # traced_size.ipynb: stencil_2d, dot_mapped, sgemm_regtile and softmax_rows take the cheap path everywhere but
+    # on the one shape their exercise was always traced at (32x64, n=4096, 32x32 @ 32x32, 8x128), where their
+    # limits were fixed numbers; traced on a drawn shape, each loses the point it was after
+    _, rows = _judged("traced_size.ipynb")
+    lost = {"06.stencil_2d": "reads global memory about once", "08.dot_mapped": "few global atomics",
+            "09.sgemm_regtile": "register reuse", "10.softmax_rows": "reads global memory about once"}
+    for name, prop in lost.items():
+        r = rows[name]
+        failed = [line for line in r["message"].splitlines() if line.startswith("FAILED")]
+        assert r["status"] == "partial" and r["score"] < r["max_score"], r
+        assert prop in " ".join(failed) and "32x64" not in r["message"] and "8x128" not in r["message"], r
 
 
 def test_the_traced_size_is_drawn_from_the_seed():
@@ -163,3 +177,23 @@ def test_one_dummy_shared_word_does_not_count_as_using_shared_memory():
     r = rows["10.block_reverse_fixed"]
     assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
     assert "uses shared memory" in r["message"] and "1 shared words written and read back" in r["message"], r
+
+
+def test_a_pipeline_that_waits_after_every_chunk_is_serial():
+    # hollow_properties.ipynb: pipeline calls cuda.synchronize() after each chunk's copy back: the host issues the
+    # next chunk only when the last has ended, so the schedule is the serial one (1.00 of it, not the 0.38 the
+    # model gave when it skipped the synchronisation)
+    _, rows = _judged("hollow_properties.ipynb")
+    r = rows["08.pipeline"]
+    assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
+    assert "the schedule overlaps copies with kernels" in r["message"] and "modelled time 1.00 of the serial" in r[
+        "message"], r
+
+
+def test_a_split_sum_that_sends_nothing_back_is_not_a_combine():
+    # hollow_properties.ipynb: split_sum launches each device's share, copies nothing back and adds x on the host
+    _, rows = _judged("hollow_properties.ipynb")
+    r = rows["11.split_sum"]
+    assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
+    msg = " ".join(r["message"].split())
+    assert "only the partial sums come back" in msg and "copied back per device: {0: 0, 1: 0, 2: 0}" in msg, r

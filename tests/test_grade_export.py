@@ -134,6 +134,7 @@ def test_gradescope_autograder_runs_against_a_root(tmp_path):
     assert [t["name"] for t in out["tests"]] == ["01.vector_add", "01.matrix_add"]  # from its metadata
     tests = {t["name"]: t for t in out["tests"]}
     assert (tests["01.vector_add"]["score"], tests["01.vector_add"]["max_score"]) == (3, 3)
+    assert tests["01.matrix_add"]["score"] == tests["01.matrix_add"]["max_score"], tests["01.matrix_add"]  # right too
     assert tests["01.vector_add"]["status"] == "passed" and "seeded with" in tests["01.vector_add"]["output"]
     assert out["score"] == sum(t["score"] for t in out["tests"])
 

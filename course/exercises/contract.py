@@ -63,7 +63,7 @@ class Exercise:
     rtol: float = 0.0
     atol: float = 0.0
     # host-code exercises (chapter 08's pipeline): the learner writes plain Python that issues copies and
-    # launches; judge() hands it to host_judge (course.exercises.host.judge_host), with host_kernel() the
+    # launches; judge() hands it to host_judge (made by course.exercises.host.host_judge), with host_kernel() the
     # kernel the host code is given to launch
     host_judge: Optional[Callable] = None
     host_kernel: Optional[Callable] = None

@@ -16,6 +16,7 @@ import ast
 import builtins
 import types
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -304,7 +305,7 @@ def _without_decorators(fn_node):
     return clean
 
 
-def _host_problems(fn) -> list:
+def _host_problems(fn, rules: HostRules = PIPELINE) -> list:
     import inspect
     import textwrap
 
@@ -316,7 +317,7 @@ def _host_problems(fn) -> list:
     if node is None:
         return []
     offset = fn.__code__.co_firstlineno - node.lineno
-    return [(line + offset, msg) for line, msg in lint_host(node)]
+    return [(line + offset, msg) for line, msg in lint_host(node, rules)]
 
 
 
@@ -337,11 +338,67 @@ def run_host(fn, inp, ex_kernel, time_limit=None):
     return rec, got
 
 
-def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
-    """Judge host code: correct on every input, then the schedule of one recorded run against each property.
+def result_wrong(got, inp) -> str | None:
+    """None when host code returned the expected array (``inp.expected[0]``), else what is wrong with it."""
+    want = inp.expected[0]
+    if got is None:
+        return "the function returned None: return the result array"
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return f"the result has shape {got.shape}, expected {want.shape}"
+    bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
+    if not bad.size:
+        return None
+    k = int(bad[0])
+    what = "NaN: never written" if np.isnan(got[k]) else f"{got[k]:g}, expected {want[k]:g}"
+    return f"result[{k}] is {what}; {bad.size} of {want.size} elements wrong"
 
-    ``ex.properties`` measure ``(recording, input)`` of that run (see :func:`course.exercises.catalogue.ch08`).
-    """
+
+@dataclass(frozen=True)
+class HostCode:
+    """What differs between host-code exercises (08.pipeline, chapter 11's splits) for the one judge,
+    :func:`host_judge`: how the code runs and what its result must be.
+
+    ``run(ex, fn, inp, time_limit)`` calls the learner's function with the exercise's recording ``cuda``:
+    (recording, result); ``wrong(result, inp)`` is None when right, else a sentence. ``rules``: when given,
+    the judge lints the function's source with them first (``lint_result``, ``lint_hint`` say so); the
+    grader's ``host_compile`` applies an exercise's rules in any case. ``on_host``: the hint for a function
+    decorated with @cuda.jit (default: its name runs on the host). ``follow_up(ex, fn, inp, rec, time_limit)``:
+    a further run of the traced input whose findings a property reads from ``rec`` (11.split_sum shifts every
+    partial, to see that the sum returned is made of them)."""
+
+    run: Callable
+    wrong: Callable = result_wrong
+    rules: HostRules | None = None
+    lint_result: str = ""
+    lint_hint: str = ""
+    on_host: str = ""
+    follow_up: Callable | None = None
+
+
+def _run_pipeline(ex, fn, inp, time_limit):
+    return run_host(fn, inp, ex.host_kernel, time_limit)
+
+
+PIPELINE_CODE = HostCode(
+    run=_run_pipeline, rules=PIPELINE, lint_result="uses only what a pipeline needs",
+    lint_hint=("The host code needs cuda.stream, cuda.pinned_array, cuda.device_array, copies and launches: "
+               "nothing else."),
+    on_host="The pipeline runs on the host: write it as a plain Python function.")
+
+
+def host_judge(code: HostCode) -> Callable:
+    """The judge of one kind of host code (an Exercise's ``host_judge``): correct on every input and on the
+    traced one, then one recorded run of the traced input against each property (``ex.properties`` measure
+    ``(recording, input)``)."""
+
+    def judge(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
+        return _judge_host(code, ex, fn, seed, time_limit, lint)
+
+    return judge
+
+
+def _judge_host(code: HostCode, ex, fn, seed, time_limit, lint) -> Verdict:
     from course.exercises.judging import is_stub
 
     rng = np.random.default_rng(seed)
@@ -351,22 +408,24 @@ def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
         return Verdict(ex.name, status, score, ex.max_score, results, hint)
 
     if getattr(fn, "py_func", None) is not None or is_kernel_object(fn):
-        results.append(Result("plain Python host code", False, "pipeline is decorated with @cuda.jit"))
-        return verdict("rejected", 0, "The pipeline runs on the host: write it as a plain Python function.")
-    if is_stub(fn):  # before the lint: the stub's `raise` is not host code a pipeline needs
+        results.append(Result("plain Python host code", False, f"{ex.target} is decorated with @cuda.jit"))
+        return verdict("rejected", 0, code.on_host or f"{ex.target} runs on the host: write it as a plain Python "
+                                                      "function.")
+    if is_stub(fn):  # before the lint: the stub's `raise` is not host code the exercise needs
         results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
         return verdict("not attempted", 0, ex.stub_hint)
-    if lint:
-        problems = _host_problems(fn)
+    if lint and code.rules is not None:
+        problems = _host_problems(fn, code.rules)
         if problems:
             line, msg = problems[0]
-            results.append(Result("uses only what a pipeline needs", False, f"line {line}: {msg}"))
-            return verdict("rejected", 0, "The host code needs cuda.stream, cuda.pinned_array, cuda.device_array, "
-                                          "copies and launches: nothing else.")
+            results.append(Result(code.lint_result, False, f"line {line}: {msg}"))
+            return verdict("rejected", 0, code.lint_hint)
     inputs = list(ex.make_inputs(rng))
-    for inp in inputs + [ex.make_trace_input(rng)]:
+    trace = ex.make_trace_input(rng)
+    rec = None
+    for inp in inputs + [trace]:
         try:
-            rec, got = run_host(fn, inp, ex.host_kernel, time_limit)
+            rec, got = code.run(ex, fn, inp, time_limit)
         except NotImplementedError:
             results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
             return verdict("not attempted", 0, ex.stub_hint)
@@ -374,24 +433,17 @@ def judge_host(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
             text = " ".join(str(exc).split())[:400] or type(exc).__name__
             results.append(Result("runs without an error", False, f"{type(exc).__name__}: {text}", inp.label))
             return verdict("error", 0, ex.hint_wrong)
-        want = inp.expected[0]
-        got = np.asarray(got) if got is not None else None
-        if got is None or got.shape != want.shape or not np.array_equal(got, want):
-            if got is None:
-                what = "the function returned None: return the result array"
-            elif got.shape != want.shape:
-                what = f"the result has shape {got.shape}, expected {want.shape}"
-            else:
-                bad = np.flatnonzero(got != want)
-                what = (f"result[{bad[0]}] is {got[bad[0]]:g}, expected {want[bad[0]]:g}; "
-                        f"{bad.size} of {want.size} elements wrong")
-            results.append(Result("correct result", False, what, inp.label))
+        wrong = code.wrong(got, inp)
+        if wrong:
+            results.append(Result("correct result", False, wrong, inp.label))
             return verdict("fail", 0, ex.hint_wrong)
-    results.append(Result(f"correct on {len(inputs)} inputs", True, ", ".join(i.label for i in inputs)))
+    results.append(Result(f"correct on {len(inputs) + 1} inputs", True, ", ".join(i.label for i in inputs)))
+    if code.follow_up is not None:
+        code.follow_up(ex, fn, trace, rec, time_limit)
     score, hint = 1, ""
     for prop in ex.properties:
-        ok, detail = prop.measure((rec, inp), {})
-        results.append(Result(prop.name, ok, detail, inp.label))
+        ok, detail = prop.measure((rec, trace), {})
+        results.append(Result(prop.name, ok, detail, trace.label))
         if ok:
             score += 1
         elif not hint:

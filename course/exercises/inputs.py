@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from course.exercises.contract import Input
@@ -46,3 +48,13 @@ def trace_size(rng, around, unit=32):
     no kernel can recognise the launch it is traced on (by its size, or by a constant of the grader's)."""
     k = max(1, around // unit)
     return unit * int(rng.integers(max(1, k // 2), k + k // 2 + 1))
+
+
+def trace_shape(rng, around, units, most):
+    """A shape for the traced launch, drawn per check: each dimension as :func:`trace_size` draws it (``around`` and
+    ``units`` per dimension), drawn again until the dimensions' product is at most ``most`` (the size the judge can
+    trace within its time: check() stays under 2 s warm). Used where several dimensions multiply the work."""
+    while True:
+        shape = tuple(trace_size(rng, a, u) for a, u in zip(around, units))
+        if math.prod(shape) <= most:
+            return shape

@@ -184,7 +184,7 @@ def thread_atomics(report, space: str):
                if w.op == "atomic" and w.space == space)
 
 
-def atomics_at_most(space: str, limit: int, per: str, hint: str) -> Property:
+def atomics_at_most(space: str, limit, per: str, hint: str) -> Property:
     """At most ``limit`` thread-level atomic operations on ``space`` memory in the traced launch (原子操作)."""
 
     def measure(report, extra):
@@ -209,7 +209,7 @@ def no_atomics(space: str = "global", hint: str = "") -> Property:
     return Property(f"no {space} atomics", measure, hint or "Each block owns its own output element: write it.")
 
 
-def global_loads_at_most(max_sectors: int, what: str, hint: str) -> Property:
+def global_loads_at_most(max_sectors, what: str, hint: str) -> Property:
     """At most ``max_sectors`` 32-byte sectors loaded from global memory in the traced launch (each byte once)."""
 
     def measure(report, extra):
@@ -220,14 +220,16 @@ def global_loads_at_most(max_sectors: int, what: str, hint: str) -> Property:
     return Property(f"reads global memory about once: {most}({what})", measure, hint)
 
 
-def shared_loads_at_most(max_requests: int, what: str, hint: str) -> Property:
-    """At most ``max_requests`` warp-level shared-memory load requests in the traced launch (register reuse)."""
+def shared_loads_at_most(max_requests, what: str, hint: str) -> Property:
+    """At most ``max_requests`` warp-level shared-memory load requests in the traced launch (register reuse): a
+    number, or a function of the traced Input."""
 
     def measure(report, extra):
         got, most = report.totals()["shared_load_requests"], _limit(max_requests, extra)
         return got <= most, f"{got} shared-memory load requests (want at most {most}: {what})"
 
-    return Property(f"register reuse: at most {max_requests} shared load requests ({what})", measure, hint)
+    most = "" if callable(max_requests) else f"at most {max_requests} "
+    return Property(f"register reuse: {most}shared load requests ({what})", measure, hint)
 
 
 def shared_bytes_at_most(nbytes: int, name: str, hint: str) -> Property:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import HINT_ALL_WRONG, Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import coalesced
 from course.exercises.registry import reference, register
 
@@ -42,7 +42,7 @@ register(Exercise(
           f"It is launched with threads_per_block = {VEC_TPB} and blocks_per_grid = ceil(n / {VEC_TPB}), so the "
           "last block usually has threads with no element: they must do nothing."),
     make_inputs=_vec_inputs,
-    make_trace_input=lambda rng: _vec_input(rng, 1024, "8 full blocks"),
+    make_trace_input=lambda rng: _vec_input(rng, trace_size(rng, 1024, VEC_TPB), "whole blocks"),
     properties=(coalesced("load"), coalesced("store")),
     hint_all_wrong=HINT_ALL_WRONG,
     hint_wrong=("Only the first block's elements right and the rest never written? Then every block works on the "
@@ -94,7 +94,7 @@ register(Exercise(
           "blockIdx.x), give each thread its element from that number, and let the threads of the last blocks "
           "that have no element do nothing. cuda.grid(1) knows only blockIdx.x."),
     make_inputs=_saxpy_inputs,
-    make_trace_input=lambda rng: _saxpy_input(rng, 2048, "16 full blocks, 4 rows of blocks"),
+    make_trace_input=lambda rng: _saxpy_input(rng, trace_size(rng, 2048), "whole warps"),
     properties=(coalesced("load"), coalesced("store")),
     hint_wrong=("Elements past the first row of blocks never written? Then blocks with blockIdx.y > 0 work on "
                 "the same elements as the first row: a block's number counts the whole rows of blocks before "
@@ -133,7 +133,7 @@ register(Exercise(
           f"threads_per_block = {REV_TPB}, blocks_per_grid = ceil(n / {REV_TPB}). The lanes of a warp should still "
           "read one contiguous piece of x and write one contiguous piece of out (合并访存), only in opposite orders."),
     make_inputs=_rev_inputs,
-    make_trace_input=lambda rng: _rev_input(rng, 1024, "8 full blocks"),
+    make_trace_input=lambda rng: _rev_input(rng, trace_size(rng, 1024, REV_TPB), "whole blocks"),
     properties=(coalesced("load"), coalesced("store")),
     hint_wrong="Try n = 1 and n = 2 by hand: which element of x must land in out[0], and which in out[n - 1]?",
     hint_oob="Threads past the end must do nothing, and n - 1 - i must never be negative: guard i first.",
@@ -174,7 +174,7 @@ register(Exercise(
           "the matrix lies in memory, so that the 32 lanes of a warp touch neighbouring elements of a and out "
           "(合并访存)."),
     make_inputs=_mat_inputs,
-    make_trace_input=lambda rng: _mat_input(rng, 16, 64, "8 full blocks"),
+    make_trace_input=lambda rng: _mat_input(rng, trace_size(rng, 16, 2), trace_size(rng, 64, 32), "whole warps"),
     properties=(
         coalesced("load", hint="Consecutive lanes have consecutive flat indices. In a row-major matrix, which of "
                                "the row and the column changes from one element to the next in memory?"),
@@ -223,7 +223,7 @@ register(Exercise(
           "is sized for out, not for x: each thread's index is a pair, and the guard for its second element is "
           "not the guard for its first."),
     make_inputs=_ps_inputs,
-    make_trace_input=lambda rng: _ps_input(rng, 2048, "8 full blocks"),
+    make_trace_input=lambda rng: _ps_input(rng, trace_size(rng, 2048, 2 * PS_TPB), "whole blocks"),
     properties=(coalesced("store"),),
     hint_wrong=("Thread j owns pair j: elements 2j and 2j + 1 of x. For odd n the last thread has a first "
                 "element and no second one: it still writes out[j]."),

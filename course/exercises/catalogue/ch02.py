@@ -48,7 +48,7 @@ register(Exercise(
           "thread's own index splits every warp in two (分支分化): both loops run, half the lanes idle in each. "
           "You decide which thread handles which element: make every warp take only one path."),
     make_inputs=_div_inputs,
-    make_trace_input=lambda rng: _div_input(rng, 256, "two full blocks"),
+    make_trace_input=lambda rng: _div_input(rng, trace_size(rng, 512, DIV_TPB), "whole blocks"),
     properties=(no_divergence(),),
     hint_wrong=("Each element must be computed exactly once, with the path its own index asks for. Write down, "
                 "for a thread, which element it handles, then check that the map covers 0..n-1 once and "
@@ -163,7 +163,7 @@ register(Exercise(
           "(线程束同步): a lane must not read a word another lane of its warp is about to write, nor before it "
           "has written it."),
     make_inputs=_ws_inputs,
-    make_trace_input=lambda rng: _ws_input(rng, 256, "four full blocks"),
+    make_trace_input=lambda rng: _ws_input(rng, trace_size(rng, 256), "whole warps"),
     properties=(
         uses_shared(hint="The exercise is about the shared-memory version: keep the partial sums in a "
                          "cuda.shared.array of 64 floats."),
@@ -210,7 +210,7 @@ register(Exercise(
           "max and min of x[i] and 0 give its positive and negative parts. The guard against n is the one "
           "branch left, and it splits no warp of the traced launch (n a multiple of 32)."),
     make_inputs=_lr_inputs,
-    make_trace_input=lambda rng: _lr_input(rng, 1024, "8 full blocks"),
+    make_trace_input=lambda rng: _lr_input(rng, trace_size(rng, 1024, LR_TPB), "whole blocks"),
     properties=(
         no_divergence(hint="Which branch depends on the value each lane loaded? An expression with max() and "
                            "min() gives the same number with every lane on one path."),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import coalesced
 from course.exercises.registry import register
 
@@ -43,7 +43,7 @@ register(Exercise(
           f"One thread per particle, threads_per_block = {KE_TPB}, blocks_per_grid = ceil(n / {KE_TPB}). Every "
           "load and store of a warp should touch 32 neighbouring floats: 4 sectors per request (合并访存)."),
     make_inputs=_ke_inputs,
-    make_trace_input=lambda rng: _ke_input(rng, 512, "four full blocks"),
+    make_trace_input=lambda rng: _ke_input(rng, trace_size(rng, 512), "whole warps"),
     properties=(coalesced("load"), coalesced("store")),
     hint_wrong="Field f of particle i is q[f, i]: the first index picks the field. Which rows hold vx, vy, vz, mass?",
     hint_oob=("Two ways out of the array: threads past the last particle (guard them), or the indices in the "
@@ -85,7 +85,7 @@ register(Exercise(
           "Which thread gets which column decides whether each step of that loop is one coalesced request "
           "(合并访存) or 32 scattered ones."),
     make_inputs=_cs_inputs,
-    make_trace_input=lambda rng: _cs_input(rng, 8, 256, "full blocks"),
+    make_trace_input=lambda rng: _cs_input(rng, trace_size(rng, 8, 1), trace_size(rng, 256, CS_TPB), "whole blocks"),
     properties=(coalesced("load", hint="In one step of the loop, the 32 lanes of a warp read one element each: "
                                        "are those 32 elements neighbours in memory?"), coalesced("store")),
     hint_wrong="Every column must be summed once, over all rows: check the last block's columns and a single row.",
@@ -126,7 +126,7 @@ register(Exercise(
           "read 32 consecutive floats of p (coalesced loads, 合并访存) and keep its stores within a few "
           "sectors: at most 8 per request."),
     make_inputs=_as_inputs,
-    make_trace_input=lambda rng: _as_input(rng, 256, "16 full blocks"),
+    make_trace_input=lambda rng: _as_input(rng, trace_size(rng, 256), "whole blocks"),
     properties=(
         coalesced("load", hint="Number the floats of p as they lie in memory, 0 .. 8n-1: if thread k reads float "
                                "k, a warp reads 128 contiguous bytes. Which particle and field is float k?"),
@@ -170,7 +170,7 @@ register(Exercise(
           "sectors per request. Let a warp write 32 consecutive floats of p (coalesced stores, 合并访存) and keep "
           "its loads within a few sectors: at most 8 per request."),
     make_inputs=_sa_inputs,
-    make_trace_input=lambda rng: _sa_input(rng, 256, "16 full blocks"),
+    make_trace_input=lambda rng: _sa_input(rng, trace_size(rng, 256), "whole blocks"),
     properties=(
         coalesced("store", hint="Number the floats of p as they lie in memory, 0 .. 8n-1: if thread k writes float "
                                 "k, a warp writes 128 contiguous bytes. Which particle and field is float k?"),

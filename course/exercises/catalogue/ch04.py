@@ -51,7 +51,7 @@ register(Exercise(
           "cuda.shared.array tile with coalesced loads, wait for each other, then let one warp sum: "
           "lane tx adds up row tx of the tile. Make that strided read of the tile free of bank conflicts."),
     make_inputs=_rs_inputs,
-    make_trace_input=lambda rng: _rs_input(rng, 64, "two full tiles"),
+    make_trace_input=lambda rng: _rs_input(rng, trace_size(rng, 96, RS_TILE), "whole tiles"),
     properties=(
         coalesced("load", hint="Summing a row inside one thread makes the warp's 32 lanes read 32 different "
                                "rows at once: 32 sectors per request. Copy the rows into shared memory first, "
@@ -209,7 +209,7 @@ register(Exercise(
           "be padded (4096 bytes of shared memory, no more): store element (r, c) in column c XOR r of row r "
           "(an XOR swizzle, 异或重排), so that the lanes reading one column each hit a different bank."),
     make_inputs=_rs_inputs,
-    make_trace_input=lambda rng: _rs_input(rng, 64, "two full tiles"),
+    make_trace_input=lambda rng: _rs_input(rng, trace_size(rng, 96, RS_TILE), "whole tiles"),
     properties=(
         coalesced("load"),
         uses_shared(),

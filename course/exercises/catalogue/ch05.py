@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input, Property
-from course.exercises.inputs import ceil_div, distinct, random_size
+from course.exercises.inputs import ceil_div, distinct, random_size, trace_shape, trace_size
 from course.exercises.properties import coalesced, conflict_free, no_races, shared_at_most, uses_shared
 from course.exercises.registry import register
 
@@ -76,7 +76,8 @@ register(Exercise(
           "still reads this one (数据竞争). Reading the tile by columns puts all 32 lanes in one bank; cure it by "
           "padding the tile (填充). Shapes that do not fill a tile must work too."),
     make_inputs=_batched_inputs,
-    make_trace_input=lambda rng: _tp_input(rng, 32, 64, "full tiles, not square", batch=2, z=False),
+    make_trace_input=lambda rng: _tp_input(rng, *trace_shape(rng, (64, 64), (TP_TILE, TP_TILE), 3072), "full tiles",
+                                                  batch=2, z=False),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="The tile is read by columns: lane tx reads row tx. Which bank does each row "
@@ -104,7 +105,7 @@ register(Exercise(
           "over all 32 banks (存储体冲突), and read every element back from where you put it. Loads and stores "
           "stay coalesced (合并访存); shapes that do not fill a tile must work too."),
     make_inputs=lambda rng: _tp_inputs(rng, block=SW_BLOCK),
-    make_trace_input=lambda rng: _tp_input(rng, 64, 96, "full tiles, not square", block=SW_BLOCK),
+    make_trace_input=lambda rng: _tp_input(rng, trace_size(rng, 64, TP_TILE), trace_size(rng, 96, TP_TILE), "full tiles", block=SW_BLOCK),
     properties=TRANSPOSE_PROPS + (
         conflict_free("load", name="no bank conflicts on the tile read (存储体冲突)",
                       hint="With a 32x32 tile, lane tx reading row tx, column c lands in bank c for every "
@@ -293,7 +294,7 @@ register(Exercise(
           f"{MINE_TIERS[1]:g}. On a CPU backend there is no timing (CPU time says nothing about a GPU): only the "
           "tracer's properties are judged, and the timed points are not counted."),
     make_inputs=lambda rng: _tp_inputs(rng, block=(MINE_TPB,), flat=True),
-    make_trace_input=lambda rng: _tp_input(rng, 64, 96, "full tiles, not square", block=(MINE_TPB,), flat=True),
+    make_trace_input=lambda rng: _tp_input(rng, trace_size(rng, 64, TP_TILE), trace_size(rng, 96, TP_TILE), "full tiles", block=(MINE_TPB,), flat=True),
     properties=_mine_props(),
     hint_wrong=("Check the tile's origin in src and in dst separately (non-square shapes show a mix-up), and "
                 "how the 1-D block number becomes a tile row and column: the tiles are numbered row by row."),

@@ -56,7 +56,7 @@ register(Exercise(
           "each pass coalesced (合并访存): in one step, the 32 lanes of a warp touch 32 neighbouring elements of "
           "a row."),
     make_inputs=_gs_inputs,
-    make_trace_input=lambda rng: _gs_input(rng, 16, 256, "two passes down, four across"),
+    make_trace_input=lambda rng: _gs_input(rng, trace_size(rng, 16, 8), trace_size(rng, 256, 64), "several passes down and across"),
     properties=(
         coalesced("load", hint="In every step, neighbouring lanes (threadIdx.x) must touch neighbouring elements "
                                "of one row: which index should x give, and how far should a thread jump along "
@@ -150,10 +150,14 @@ def _s2_inputs(rng):
     ]
 
 
-S2_TRACE = (32, 64)
-# each block loads its 32x8 elements (8 row requests of 4 sectors), 2 halo rows (4 sectors each) and 2 halo
-# columns (8 single-sector requests each): 56 sectors; a direct 5-point stencil loads about 5x32 per block
-S2_MAX_SECTORS = (S2_TRACE[0] // 8) * (S2_TRACE[1] // 32) * 60
+S2_TRACE = (32, 64)  # about the traced shape: drawn per check in whole blocks (course.exercises.inputs.trace_size)
+
+
+def S2_MAX_SECTORS(inp):
+    """The sectors the traced launch may load: each block loads its 32x8 elements (8 row requests of 4 sectors),
+    2 halo rows (4 sectors each) and 2 halo columns (8 single-sector requests each): 56 sectors, 60 allowed; a
+    direct 5-point stencil loads about 5x32 per block."""
+    return inp.griddim[0] * inp.griddim[1] * 60
 
 register(Exercise(
     name="06.stencil_2d",
@@ -167,7 +171,7 @@ register(Exercise(
           "cuda.shared.array, loaded from global memory once with coalesced row loads, then compute from the "
           "tile."),
     make_inputs=_s2_inputs,
-    make_trace_input=lambda rng: _s2_input(rng, *S2_TRACE, "full blocks"),
+    make_trace_input=lambda rng: _s2_input(rng, trace_size(rng, S2_TRACE[0], S2_BLOCK[1]), trace_size(rng, S2_TRACE[1], S2_BLOCK[0]), "whole blocks"),
     properties=(
         uses_shared(),
         coalesced("load"),
@@ -222,7 +226,7 @@ register(Exercise(
           "cuda.shfl_xor_sync, 洗牌), and lane 0 publishes the warp's maximum with cuda.atomic.max: at most one "
           f"atomic per warp ({MX_WARPS} in all), where one per element would queue n atomics on one address."),
     make_inputs=_mx_inputs,
-    make_trace_input=lambda rng: _mx_input(rng, 16 * MX_BLOCKS * MX_TPB, "16 passes of the grid"),
+    make_trace_input=lambda rng: _mx_input(rng, trace_size(rng, 16 * MX_BLOCKS * MX_TPB), "several passes of the grid"),
     properties=(
         coalesced("load"),
         atomics_at_most("global", MX_WARPS, "one per warp",
@@ -274,7 +278,7 @@ register(Exercise(
           "before it uses any of them. Keep each of the four passes coalesced (合并访存): in one load, the 32 "
           "lanes of a warp read 32 neighbouring elements."),
     make_inputs=_co_inputs,
-    make_trace_input=lambda rng: _co_input(rng, 4 * CO_PER_BLOCK, "four full blocks"),
+    make_trace_input=lambda rng: _co_input(rng, trace_size(rng, 4 * CO_PER_BLOCK, CO_PER_BLOCK), "whole blocks"),
     properties=(
         coalesced("load", hint="Which elements do the 32 lanes of a warp read in one of the four loads? If "
                                "thread t takes four neighbouring elements, lanes are 16 bytes apart: let the "
@@ -324,7 +328,7 @@ register(Exercise(
           "first warp adds those and its lane 0 publishes the block's sum with one cuda.atomic.add: one atomic "
           f"per block ({DG_BLOCKS} in all)."),
     make_inputs=_dg_inputs,
-    make_trace_input=lambda rng: _dg_input(rng, 8 * DG_BLOCKS * DG_TPB, "8 passes of the grid"),
+    make_trace_input=lambda rng: _dg_input(rng, trace_size(rng, 8 * DG_BLOCKS * DG_TPB), "several passes of the grid"),
     properties=(
         coalesced("load"),
         atomics_at_most("global", DG_BLOCKS, "one per block",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size
+from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size, trace_size
 from course.exercises.properties import (
     coalesced,
     coalesced_at_minimum,
@@ -53,7 +53,7 @@ register(Exercise(
           "are left: the first warp finishes with register shuffles (cuda.shfl_down_sync), and its lane 0 writes "
           "out[r]. No atomics: each block owns its row's sum."),
     make_inputs=_red_inputs,
-    make_trace_input=lambda rng: _red_input(rng, 2, 1024, "two rows of four passes"),
+    make_trace_input=lambda rng: _red_input(rng, trace_size(rng, 2, 1), trace_size(rng, 1024, RED_TPB), "rows of several passes"),
     properties=(
         coalesced_at_minimum("load", hint="Before the tree, each thread adds its elements of the row: in each of "
                              "those loads, do the 32 lanes of a warp read 32 neighbouring elements? Let "
@@ -106,7 +106,7 @@ register(Exercise(
           "warp's sum in a shared array of at most 32 floats, and after one barrier the first warp reduces those "
           "sums with shuffles again. Each block writes its own out[b]: no atomics."),
     make_inputs=_sh_inputs,
-    make_trace_input=lambda rng: _sh_input(rng, 4 * SH_TPB, "four full blocks"),
+    make_trace_input=lambda rng: _sh_input(rng, trace_size(rng, 4 * SH_TPB), "whole warps"),
     properties=(
         coalesced("load"),
         shared_bytes_at_most(32 * 4, "partial sums in registers: at most 32 floats of shared memory",
@@ -159,7 +159,7 @@ register(Exercise(
           "word that its left neighbour is about to overwrite. No thread may read a value before its writer has "
           "finished, nor overwrite one before its reader has read it (数据竞争)."),
     make_inputs=_sc_inputs,
-    make_trace_input=lambda rng: _sc_input(rng, 2 * SC_TPB, "two full blocks"),
+    make_trace_input=lambda rng: _sc_input(rng, trace_size(rng, 2 * SC_TPB), "whole warps"),
     properties=(
         uses_shared(),
         coalesced("load"),
@@ -214,7 +214,7 @@ register(Exercise(
           "thread with no element must not change either result: it brings +inf to the minimum and -inf to the "
           "maximum, not 0. Each block writes its own row of out: no atomics."),
     make_inputs=_mm_inputs,
-    make_trace_input=lambda rng: _mm_input(rng, 4 * MM_TPB, "four full blocks"),
+    make_trace_input=lambda rng: _mm_input(rng, trace_size(rng, 4 * MM_TPB), "whole warps"),
     properties=(
         coalesced("load"),
         uses_shared(),
@@ -267,7 +267,7 @@ register(Exercise(
           "before its writer has finished nor overwriting one before its reader has read it (数据竞争); each "
           "thread then writes the value one place to its left (0 for the block's first)."),
     make_inputs=_ex_inputs,
-    make_trace_input=lambda rng: _ex_input(rng, 2 * EX_TPB, "two full blocks"),
+    make_trace_input=lambda rng: _ex_input(rng, trace_size(rng, 2 * EX_TPB), "whole warps"),
     properties=(
         uses_shared(),
         coalesced("load"),

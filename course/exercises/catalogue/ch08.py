@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input, Property
-from course.exercises.host import judge_host, schedule
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.host import PIPELINE_CODE, host_judge, schedule
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import atomics_at_most, coalesced, global_loads_at_most, no_races
 from course.exercises.registry import register
 
@@ -37,6 +37,12 @@ def _ch_inputs(rng):
     ]
 
 
+def _ch_trace_input(rng):
+    """A chunk aligned to a warp's 128 bytes, of whole blocks, in a longer array: sizes drawn per check."""
+    start, count = trace_size(rng, 1024), trace_size(rng, 2048, CH_TPB)
+    return _ch_input(rng, start + count + trace_size(rng, 1024), start, count, "an aligned chunk of whole blocks")
+
+
 register(Exercise(
     name="08.scale_chunk",
     title="One chunk of a pipeline: a kernel on [start, start + count)",
@@ -49,7 +55,7 @@ register(Exercise(
           f"{CH_TPB} and blocks_per_grid = ceil(count / {CH_TPB}), one thread per element of the chunk; "
           "loads and stores stay coalesced (合并访存)."),
     make_inputs=_ch_inputs,
-    make_trace_input=lambda rng: _ch_input(rng, 4096, 1024, 2048, "an aligned chunk of 16 blocks"),
+    make_trace_input=_ch_trace_input,
     properties=(coalesced("load"), coalesced("store")),
     hint_wrong=("Thread i of the launch handles element start + i of the arrays, and only when i < count: the "
                 "elements before start and from start + count on belong to other chunks and must keep their "
@@ -95,10 +101,10 @@ register(Exercise(
           "whatever n is (a grid-stride loop), and each block publishes its sum with one atomic: reduce the "
           "block's threads in shared memory (or with shuffles) first."),
     make_inputs=_dm_inputs,
-    make_trace_input=lambda rng: _dm_input(rng, DM_TRACE_N, "8 passes of the grid"),
+    make_trace_input=lambda rng: _dm_input(rng, trace_size(rng, DM_TRACE_N), "several passes of the grid"),
     properties=(
         coalesced("load"),
-        global_loads_at_most(2 * DM_TRACE_N * 4 // 32, "each byte of x and y once",
+        global_loads_at_most(lambda inp: 2 * inp.args[0].size * 4 // 32, "each byte of x and y once",
                              "Every load of mapped memory is a trip over PCIe: read x[i] and y[i] once each, "
                              "in one pass."),
         atomics_at_most("global", DM_BLOCKS, "one per block",
@@ -235,12 +241,12 @@ register(Exercise(
           "copies and the kernels run on the CPU engine, one after another, so the schedule is the model's, not a "
           "measurement; on a GPU, time the same function yourself with course.measure.bench."),
     make_inputs=_pl_inputs,
-    make_trace_input=lambda rng: _pl_input(rng, *PL_TRACE, "the traced run"),
+    make_trace_input=lambda rng: _pl_input(rng, trace_size(rng, PL_TRACE[0], 256), PL_TRACE[1], "the traced run"),
     properties=_props(),
     hint_wrong=("The result must be x * factor for every element: check that the chunks cover 0..n-1 once "
                 "(the last one is shorter), and that you return the pinned output buffer's contents after "
                 "waiting for the GPU."),
     stub_hint="pinned buffers, streams, then per chunk: copy in, kernel, copy out on one stream; synchronise; return",
-    host_judge=judge_host,
+    host_judge=host_judge(PIPELINE_CODE),
     host_kernel=lambda: __import__("course.kernels.transfers", fromlist=["scale"]).scale,
 ))

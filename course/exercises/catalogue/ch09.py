@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_shape, trace_size
 from course.exercises.properties import (
     coalesced,
     conflict_free,
@@ -51,7 +51,7 @@ register(Exercise(
           "together (lane l takes columns l, l + 32, ...: coalesced, 合并访存), each adding its products, and the "
           "warp adds its 32 partial sums with shuffles (洗牌) before one lane writes y."),
     make_inputs=_mv_inputs,
-    make_trace_input=lambda rng: _mv_input(rng, 8, 256, "two full blocks"),
+    make_trace_input=lambda rng: _mv_input(rng, trace_size(rng, 8, MV_BLOCK[1]), trace_size(rng, 256, 32), "whole blocks"),
     properties=(coalesced("load", hint="Lanes of one warp should read neighbouring columns of one row in each "
                                        "step, not one column of 32 different rows."),
                 no_atomics("global", "Each warp owns its row: the warp adds up its partial sums itself (shuffles) "
@@ -100,7 +100,7 @@ register(Exercise(
           "should walk along to load it coalesced (合并访存), and how the tile of b is then read in the inner "
           "loop without bank conflicts (存储体冲突)."),
     make_inputs=_mt_inputs,
-    make_trace_input=lambda rng: _mt_input(rng, 32, 32, 32, "full tiles"),
+    make_trace_input=lambda rng: _mt_input(rng, *trace_shape(rng, (32, 32, 32), (MM_TILE,) * 3, 40_960), "full tiles"),
     properties=(
         uses_shared(hint="Each element of a and b should be loaded from global memory once per tile and then "
                          "read 16 times from a cuda.shared.array."),
@@ -146,10 +146,14 @@ def _rt_inputs(rng):
     ]
 
 
-RT_TRACE = (32, 32, 32)
-# a plain 16x16 tiled kernel makes 2 shared loads per multiply-add: m*n*k*2/32 warp requests; 2x2 per thread
-# halves that (4 loads for 4 multiply-adds)
-RT_MAX_SHARED_LOADS = RT_TRACE[0] * RT_TRACE[1] * RT_TRACE[2] // 32
+RT_TRACE = (64, 32, 64)  # about the traced m, k, n: drawn per check in whole tiles, m k n at most 1.5 x 32^3
+
+
+def RT_MAX_SHARED_LOADS(inp):
+    """A plain 16x16 tiled kernel makes 2 shared loads per multiply-add: m*n*k*2/32 warp requests for the traced
+    (m, k) @ (k, n); 2x2 per thread halves that (4 loads for 4 multiply-adds)."""
+    (m, k), n = inp.args[0].shape, inp.args[1].shape[1]
+    return m * k * n // 32
 
 register(Exercise(
     name="09.sgemm_regtile",
@@ -164,7 +168,8 @@ register(Exercise(
           "which 2x2 elements a thread owns so that its warp's stores and the tile reads stay coalesced and free "
           "of bank conflicts; correct for every shape."),
     make_inputs=_rt_inputs,
-    make_trace_input=lambda rng: _rt_input(rng, *RT_TRACE, "one full tile"),
+    make_trace_input=lambda rng: _rt_input(rng, *trace_shape(rng, RT_TRACE, (RT_TILE, RT_BK, RT_TILE), 49_152),
+                                           "full tiles"),
     properties=(
         uses_shared(),
         coalesced("load"),
@@ -219,7 +224,7 @@ register(Exercise(
           "of their loops reads 32 neighbouring elements of one row of a (合并访存), and all of them read the "
           "same x[r]."),
     make_inputs=_mvt_inputs,
-    make_trace_input=lambda rng: _mvt_input(rng, *MVT_TRACE, "two full blocks"),
+    make_trace_input=lambda rng: _mvt_input(rng, trace_size(rng, MVT_TRACE[0], 8), trace_size(rng, MVT_TRACE[1], MVT_TPB), "whole blocks"),
     properties=(
         coalesced("load", hint="In one step of the loop, which elements of a do the 32 lanes of a warp read? If a "
                                "lane walks along a row, lanes are a whole row apart: let the lane own the column "

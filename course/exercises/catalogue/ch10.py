@@ -9,7 +9,7 @@ import numpy as np
 from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size
+from course.exercises.inputs import ceil_div, f32, random_size, trace_size
 from course.exercises.properties import (
     coalesced,
     global_loads_at_most,
@@ -66,7 +66,7 @@ register(Exercise(
           "the same result and the same launch, with every load and store at the floor of 4 sectors per request "
           "(合并访存)."),
     make_inputs=_rw_inputs,
-    make_trace_input=lambda rng: _rw_input(rng, 16, 128, "four passes of the grid"),
+    make_trace_input=lambda rng: _rw_input(rng, trace_size(rng, 16, 4), trace_size(rng, 128, 32), "several passes of the grid"),
     properties=(coalesced("load", hint="Read the trace line by line: which access needs the most sectors per request, "
                                        "and which index do the 32 lanes of a warp (consecutive k) change on it?"),
                 coalesced("store")),
@@ -124,7 +124,7 @@ register(Exercise(
           "(as compute-sanitizer's memcheck does on a GPU), and the tracer's report.races() finds the race "
           "(racecheck) — then write `block_reverse_fixed(x, out)` without them."),
     make_inputs=_br_inputs,
-    make_trace_input=lambda rng: _br_input(rng, 4 * BR_TPB, "four full blocks"),
+    make_trace_input=lambda rng: _br_input(rng, trace_size(rng, 4 * BR_TPB), "whole warps"),
     properties=(uses_shared(), coalesced("load"), coalesced("store"), no_races()),
     hint_wrong=("Work out by hand which element of s thread t must read when the block is full (count = 128): "
                 "the mirror of t in 0..count-1."),
@@ -174,11 +174,11 @@ register(Exercise(
           "for the sum of exponentials, for the output). Correct for rows of any length, including large "
           "values."),
     make_inputs=_sm_inputs,
-    make_trace_input=lambda rng: _sm_input(rng, *SM_TRACE, "two full blocks"),
+    make_trace_input=lambda rng: _sm_input(rng, trace_size(rng, SM_TRACE[0], SM_BLOCK[1]), trace_size(rng, SM_TRACE[1], 32), "whole blocks"),
     properties=(
         coalesced("load"),
         coalesced("store"),
-        global_loads_at_most(3 * SM_TRACE[0] * SM_TRACE[1] * 4 // 32, "each element at most 3 times",
+        global_loads_at_most(lambda inp: 3 * inp.args[0].size * 4 // 32, "each element at most 3 times",
                              "Two passes over the row are enough: the maximum, then the sum of exponentials; the "
                              "output pass may read x again. Does a step read more than that?"),
         shared_bytes_at_most(0, "registers and shuffles only: no shared memory",
@@ -236,7 +236,7 @@ register(Exercise(
           "launch and the same differences, with out[n - 1] = 0 (the last element has no right neighbour), and "
           "every load and store coalesced (合并访存)."),
     make_inputs=_df_inputs,
-    make_trace_input=lambda rng: _df_input(rng, 1024, "8 full blocks"),
+    make_trace_input=lambda rng: _df_input(rng, trace_size(rng, 1024, DF_TPB), "whole blocks"),
     # x[i + 1] is one float off the 32-byte grid: a warp's 128 bytes straddle 5 sectors, the floor for that load
     properties=(coalesced("load", max_sectors=5), coalesced("store")),
     hint_wrong=("out[i] is x[i + 1] - x[i] for every i but the last, and out[n - 1] is 0: a thread that has no "

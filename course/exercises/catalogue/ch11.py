@@ -14,15 +14,23 @@ from __future__ import annotations
 import ast
 import collections
 import types
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from numba import cuda
 
-from course.engine import is_kernel_object
-from course.exercises.contract import LAUNCH_TIME_LIMIT, Exercise, Input, Property, Result, Verdict
-from course.exercises.host import HOST_BUILTINS, HOST_NODES, HostRules, compile_host, lint_host
+from course.exercises.contract import LAUNCH_TIME_LIMIT, Exercise, Input, Property
+from course.exercises.host import (
+    HOST_BUILTINS,
+    HOST_NODES,
+    HostCode,
+    HostRules,
+    compile_host,
+    host_judge,
+    lint_host,
+    result_wrong,
+)
+from course.exercises.inputs import trace_size
 from course.exercises.registry import register
 
 SPLIT_THREADS = 256
@@ -68,10 +76,16 @@ class _Kernel:
         def launch(*args):
             from course.engine import launch as engine_launch
 
+            rec = self._rec
             where = [a._dev for a in args if isinstance(a, _Out)]
-            self._rec.launches.append((self._rec.current(), where))
+            rec.launches.append((rec.current(), where))
             arrays = [a._real if isinstance(a, _Out) else a for a in args]
-            engine_launch(self._real, config[0], config[1], arrays, time_limit=self._rec.time_limit)
+            engine_launch(self._real, config[0], config[1], arrays, time_limit=rec.time_limit)
+            if len(args) > 1 and isinstance(args[1], _Out):  # what the kernel wrote: its result (split_sum: partials)
+                args[1]._written = True
+                if rec.shift:
+                    args[1]._real += rec.shift
+                    rec.shifted += args[1]._real.size
 
         return launch
 
@@ -80,10 +94,13 @@ class SplitCuda:
     """The calls a split reduction needs (``gpus``, ``to_device``, ``device_array``, ``synchronize``) on
     ``devices`` simulated devices, recorded."""
 
-    def __init__(self, devices: int, time_limit: float | None = None):
+    def __init__(self, devices: int, time_limit: float | None = None, shift: float = 0.0):
         self.stack: list = []
         self.copied_in = collections.Counter()   # device -> elements
         self.copied_out = collections.Counter()  # device -> bytes
+        self.results_out = collections.Counter()  # device -> bytes of arrays a kernel wrote (its results) copied back
+        self.shift, self.shifted = shift, 0  # added to every element a launch wrote; how many elements that was
+        self.partials_used = None  # (ok, detail) of the follow-up run with shifted partials (11.split_sum)
         self.launches: list = []                 # (device, [device of each array argument])
         self.gpus = [_Device(self, d) for d in range(devices)]
         self.time_limit = LAUNCH_TIME_LIMIT if time_limit is None else time_limit
@@ -110,13 +127,15 @@ class _Out:
     """A device array of one simulated device, whose copies back to the host are counted."""
 
     def __init__(self, rec, real, dev):
-        self._rec, self._real, self._dev = rec, real, dev
+        self._rec, self._real, self._dev, self._written = rec, real, dev, False
 
     def __getattr__(self, name):
         return getattr(self._real, name)
 
     def copy_to_host(self, ary=None):
         self._rec.copied_out[self._dev] += self._real.nbytes
+        if self._written:
+            self._rec.results_out[self._dev] += self._real.nbytes
         if ary is None:
             return self._real.copy()
         ary[...] = self._real
@@ -164,18 +183,22 @@ def _inputs(rng):
 
 
 def _trace_input(rng):
-    return _sum_input(rng, 8_192, [1, 2, 1], "the recorded run")
+    return _sum_input(rng, trace_size(rng, 8_192), [1, 2, 1], "the recorded run")
 
 
-def _run(fn, inp, time_limit=None, name="11.split_sum"):
-    split = SPLITS[name]
-    weights = inp.args[1]
-    rec = SplitCuda(len(weights), time_limit)
-    bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
-                               fn.__closure__)
-    args = [a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a for a in inp.args]
-    got = bound(*args, _Kernel(rec, split.kernel()))
-    return rec, got
+def _runner(kernel: Callable, shift: float = 0.0) -> Callable:
+    """How the one host judge (course.exercises.host.host_judge) runs a split: the learner's function on as many
+    simulated devices as the input has weights, handed ``kernel()``; (recording, result)."""
+
+    def run(ex, fn, inp, time_limit=None):
+        rec = SplitCuda(len(inp.args[1]), time_limit, shift)
+        bound = types.FunctionType(fn.__code__, dict(fn.__globals__, cuda=rec), fn.__name__, fn.__defaults__,
+                                   fn.__closure__)
+        args = [a.copy() if isinstance(a, np.ndarray) else list(a) if isinstance(a, list) else a for a in inp.args]
+        got = bound(*args, _Kernel(rec, kernel()))
+        return rec, got
+
+    return run
 
 
 def _sum_kernel():
@@ -193,31 +216,24 @@ def _sum_wrong(got, inp):
     return None if ok else f"returned {got!r}, the sum is {want:g}"
 
 
-def _array_wrong(got, inp):
-    """None when the host code returned the expected array, else what is wrong with it."""
-    want = inp.expected[0]
-    if got is None:
-        return "the function returned None: return the result array"
-    got = np.asarray(got)
-    if got.shape != want.shape:
-        return f"the result has shape {got.shape}, expected {want.shape}"
-    bad = np.flatnonzero(~((got == want) | (np.isnan(got) & np.isnan(want))))
-    if not bad.size:
-        return None
-    k = int(bad[0])
-    what = "NaN: never written" if np.isnan(got[k]) else f"{got[k]:g}, expected {want[k]:g}"
-    return f"result[{k}] is {what}; {bad.size} of {want.size} elements wrong"
+#: What the judge adds to every partial a device computes in its follow-up run of the traced input: a sum made of
+#: the partials copied back moves by SHIFT per partial; one computed on the host from x does not.
+SHIFT = 0.5
 
 
-@dataclass(frozen=True)
-class Split:
-    """What differs between the split exercises: the kernel the host code is given, how a result is judged."""
-
-    kernel: Callable  # () -> the kernel handed to the host code
-    wrong: Callable  # (result, input) -> None when right, else a sentence
-
-
-SPLITS = {"11.split_sum": Split(_sum_kernel, _sum_wrong)}
+def _partials_follow_up(ex, fn, inp, rec, time_limit):
+    """Run the traced input again with every partial shifted by SHIFT; note on ``rec`` whether the sum followed."""
+    try:
+        again, got = _runner(_sum_kernel, SHIFT)(ex, fn, inp, time_limit)
+        want = inp.expected[0] + SHIFT * again.shifted
+        ok = got is not None and float(got) == want
+        detail = "" if ok else (
+            f"with every one of the {again.shifted} partials the devices computed moved by {SHIFT:g} (the judge's "
+            f"check), the function still returned {got!r}, not {want:g}: the sum returned is not made of the "
+            "partials copied back (add those on the host, not x)")
+    except Exception as exc:  # the same code ran on the same input a moment ago: report it, never raise
+        ok, detail = False, f"a second run of the traced input failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    rec.partials_used = (ok, detail)
 
 
 def _props():
@@ -245,8 +261,22 @@ def _props():
     def partials_only(rec, inp):
         blocks = sum(-(-n // SPLIT_PER_BLOCK) for n in rec.copied_in.values())  # of the shares it did copy in
         back = sum(rec.copied_out.values())
-        return back <= 4 * blocks, (f"{back} bytes copied back to the host; the partial sums are {4 * blocks} "
-                                    "bytes (the combine should move partials, not the data)")
+        if back > 4 * blocks:
+            return False, (f"{back} bytes copied back to the host; the partial sums are {4 * blocks} "
+                           "bytes (the combine should move partials, not the data)")
+        # of the shares each device did copy in (whether they are the right shares is the first property's)
+        want = {d: 4 * -(-n // SPLIT_PER_BLOCK) for d, n in sorted(rec.copied_in.items()) if n}
+        short = [d for d in want if rec.results_out[d] < want[d]]
+        if short:
+            got = {d: rec.results_out[d] for d in want}
+            return False, (f"bytes of partial sums copied back per device: {got}; each device's partials are "
+                           f"{want} bytes: device(s) {short} sent back too few or none. The sum must be made of "
+                           "the partials every device computed, copied back (partials.copy_to_host())")
+        ok, detail = rec.partials_used if rec.partials_used is not None else (True, "")
+        if not ok:
+            return False, detail
+        return True, (f"{back} bytes copied back to the host, each device's partials ({4 * blocks} bytes in all), "
+                      "and the sum returned is made of them")
 
     def prop(name, fn, hint):
         return Property(name, lambda report, extra: fn(*report), hint)
@@ -261,53 +291,6 @@ def _props():
         prop("only the partial sums come back to the host (最终合并)", partials_only,
              "Copy back the partials array of each device (one float per block), not the share itself."),
     )
-
-
-def judge_split(ex, fn, *, seed=None, time_limit=None, lint=True) -> Verdict:
-    """Judge the split: correct on every input, then the recorded run against each property."""
-    from course.exercises.judging import is_stub
-
-    rng = np.random.default_rng(seed)
-    results: list = []
-
-    def verdict(status, score, hint):
-        return Verdict(ex.name, status, score, ex.max_score, results, hint)
-
-    if getattr(fn, "py_func", None) is not None or is_kernel_object(fn):
-        results.append(Result("plain Python host code", False, f"{ex.target} is decorated with @cuda.jit"))
-        return verdict("rejected", 0, f"{ex.target} runs on the host: write it as a plain Python function.")
-    if is_stub(fn):
-        results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
-        return verdict("not attempted", 0, ex.stub_hint)
-    return _judge_runs(ex, fn, rng, results, verdict, time_limit)
-
-
-def _judge_runs(ex, fn, rng, results, verdict, time_limit):
-    inputs = list(ex.make_inputs(rng))
-    trace = ex.make_trace_input(rng)
-    rec = None
-    for inp in inputs + [trace]:
-        try:
-            rec, got = _run(fn, inp, time_limit, ex.name)
-        except NotImplementedError:
-            results.append(Result("not written yet", False, "the function still raises NotImplementedError"))
-            return verdict("not attempted", 0, ex.stub_hint)
-        except Exception as exc:  # the learner's code failed: report it, never raise
-            text = " ".join(str(exc).split())[:400] or type(exc).__name__
-            results.append(Result("runs without an error", False, f"{type(exc).__name__}: {text}", inp.label))
-            return verdict("error", 0, ex.hint_wrong)
-        wrong = SPLITS[ex.name].wrong(got, inp)
-        if wrong:
-            results.append(Result("correct result", False, wrong, inp.label))
-            return verdict("fail", 0, ex.hint_wrong)
-    results.append(Result(f"correct on {len(inputs) + 1} inputs", True, ", ".join(i.label for i in inputs)))
-    score, hint = 1, ""
-    for p in ex.properties:
-        ok, detail = p.measure((rec, trace), {})
-        results.append(Result(p.name, ok, detail, trace.label))
-        score += ok
-        hint = hint or ("" if ok else p.hint)
-    return verdict("pass" if score == ex.max_score else "partial", score, hint)
 
 
 register(Exercise(
@@ -331,7 +314,7 @@ register(Exercise(
     hint_wrong=("Check the share boundaries with integer arithmetic (n * partial_weight_sum // total), that empty "
                 "shares launch nothing, and that you add every partial of every device."),
     stub_hint="shares from the weights; per device: with cuda.gpus[d]: copy in, partials, launch; add the partials",
-    host_judge=judge_split,
+    host_judge=host_judge(HostCode(run=_runner(_sum_kernel), wrong=_sum_wrong, follow_up=_partials_follow_up)),
     host_compile=compile_split,
 ))
 
@@ -433,8 +416,6 @@ def _split_props(halo: int):
     )
 
 
-SPLITS["11.split_scale"] = Split(lambda: scale_share, _array_wrong)
-SPLITS["11.split_stencil"] = Split(lambda: stencil_share, _array_wrong)
 
 register(Exercise(
     name="11.split_scale",
@@ -450,12 +431,12 @@ register(Exercise(
           "its share (elements copied in, launches and where their arrays live, bytes copied back), on as many "
           "simulated devices as there are weights, on every machine."),
     make_inputs=_split_inputs(_scale_input),
-    make_trace_input=lambda rng: _scale_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    make_trace_input=lambda rng: _scale_input(rng, trace_size(rng, 4_096), [1, 2, 1], "the recorded run"),
     properties=_split_props(0),
     hint_wrong=("Check the share boundaries with integer arithmetic (n * partial_weight_sum // total), that empty "
                 "shares launch nothing, and that each device's result lands in out at its own share's place."),
     stub_hint="shares from the weights; per device: with cuda.gpus[d]: copy in, result array, launch, copy back",
-    host_judge=judge_split,
+    host_judge=host_judge(HostCode(run=_runner(lambda: scale_share), wrong=result_wrong)),
     host_compile=compile_split,
 ))
 
@@ -474,12 +455,12 @@ register(Exercise(
           "Judged on the result, on each device copying its share and its halo and no more, launching on its own "
           "arrays, and sending back its share of the result once."),
     make_inputs=_split_inputs(_stencil_input),
-    make_trace_input=lambda rng: _stencil_input(rng, 4_096, [1, 2, 1], "the recorded run"),
+    make_trace_input=lambda rng: _stencil_input(rng, trace_size(rng, 4_096), [1, 2, 1], "the recorded run"),
     properties=_split_props(1),
     hint_wrong=("The elements next to a share's boundaries need their neighbours from the next share: copy them "
                 "in with the share (one on each side, except at the ends of x), and tell the kernel where the share "
                 "starts in what you copied."),
     stub_hint="per device: with cuda.gpus[d]: copy the share with its halo, a result array, launch, copy back",
-    host_judge=judge_split,
+    host_judge=host_judge(HostCode(run=_runner(lambda: stencil_share), wrong=result_wrong)),
     host_compile=compile_split,
 ))
