@@ -475,7 +475,6 @@ ATTRIBUTE_REACHES = {
     ("course.engine.scheduler", "_sched"): _INSIDE + " (kernel_api's per-block scheduler slot)",
     ("course.engine.scheduler", "_ts"): _INSIDE + " (kernel_api's thread state)",
     ("course.engine.launcher", "_ts"): _INSIDE + " (the stall watchdog names the thread that was running)",
-    ("course.engine.watchdog", "_ts"): _INSIDE + " (the stall watchdog reads which thread is running)",
 }
 
 

@@ -57,6 +57,7 @@ from course.engine.literals import numba_function
 from course.engine.messages import KernelError
 from course.engine.simulator import (
     device_py_func,
+    is_cuda_module,
     is_kernel_object,
     kernel_py_func,
     stock_simulator,
@@ -81,6 +82,7 @@ __all__ = [
     "current_thread",
     "device_py_func",
     "install",
+    "is_cuda_module",
     "is_kernel_object",
     "kernel_py_func",
     "launch",

@@ -54,6 +54,11 @@ def cuda_module():
     return sys.modules.get("numba.cuda")
 
 
+def is_cuda_module(value) -> bool:
+    """True for numba's simulated ``cuda`` module (or the engine's, which derives from it)."""
+    return _is(value, ("numba.cuda.simulator.kernelapi", "FakeCUDAModule"))
+
+
 def is_kernel_object(value) -> bool:
     """True for what ``@cuda.jit`` makes (a simulator kernel or device function, or a GPU dispatcher)."""
     return _is(value, _SIM_KERNEL) or _is(value, _GPU_DISPATCHER)

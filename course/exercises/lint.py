@@ -186,7 +186,8 @@ def kernel_source_problems(kernel) -> list:
         mod = getattr(value, "__name__", None) if type(value).__name__ == "module" else None
         if mod in ("math", "numpy", "numba"):
             names.modules[key] = mod
-        elif mod and mod.startswith("numba") and mod.endswith("cuda") or type(value).__name__ == "FakeCUDAModule":
+        elif mod and mod.startswith("numba") and mod.endswith("cuda") or engine.is_cuda_module(value) or \
+                isinstance(value, engine.EngineCUDAModule):
             names.modules[key] = "cuda"
         elif isinstance(value, (int, float, bool, np.integer, np.floating)):
             names.constants.add(key)
