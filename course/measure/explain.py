@@ -594,5 +594,10 @@ def measure_ms(kernel, griddim, blockdim, args, *, dynshared=0) -> float:
 
     from course.measure import bench
 
+    from numba import cuda
+
+    # NumPy arguments go to the device once, as copies: numba would otherwise copy them in and back around every
+    # timed launch (the transfers inside the time, and the learner's arrays overwritten)
+    dargs = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args)
     k = kernel[griddim, blockdim, 0, dynshared] if dynshared else kernel[griddim, blockdim]
-    return statistics.median(bench.time_queued(lambda: k(*args), reps=5))
+    return statistics.median(bench.time_queued(lambda: k(*dargs), reps=5))
