@@ -181,8 +181,10 @@ register(Exercise(
 MM_TPB = 256
 
 
-def _mm_input(rng, n, why):
+def _mm_input(rng, n, why, sign=0):
     a = f32(rng, n)
+    if sign:  # every element on one side of 0: a padding of 0 is then wrong for the minimum or the maximum
+        a = (sign * (np.abs(a) + 1)).astype(np.float32)
     blocks = ceil_div(n, MM_TPB)
     out = np.full((blocks, 2), np.nan, np.float32)
     want = np.empty((blocks, 2), np.float32)
@@ -196,6 +198,8 @@ def _mm_inputs(rng):
     return [
         _mm_input(rng, 1, "one element"),
         _mm_input(rng, 33, "one warp and one lane"),
+        _mm_input(rng, 40, "a partial block, all positive", sign=1),
+        _mm_input(rng, 300, "a block and a partial one, all negative", sign=-1),
         _mm_input(rng, 256, "exactly one block"),
         _mm_input(rng, 2 * 256 + 7, "two blocks and 7 elements"),
         _mm_input(rng, random_size(rng, 1000, 2000), "random"),
