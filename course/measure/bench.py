@@ -313,6 +313,23 @@ def time_queued(fn: Callable[[], None], *, reps: int = 10, inner: Optional[int] 
     return (times, inner, launch_bound) if details else times
 
 
+def one_launch_ms(fn: Callable[[], None], *, reps: int = 5) -> list:
+    """Milliseconds of one call of ``fn`` between two CUDA events, ``reps`` times: what a notebook that times one
+    launch sees (the host's issue time inside when the kernel is shorter than it; compare :func:`time_queued`)."""
+    require_gpu("timing")
+    from numba import cuda
+
+    out = []
+    for _ in range(reps):
+        a, b = cuda.event(timing=True), cuda.event(timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        out.append(cuda.event_elapsed_time(a, b))
+    return out
+
+
 def host_ms(fn: Callable[[], None], *, calls: int = 20, timer: str = "numba") -> float:
     """Host milliseconds to issue one call of ``fn`` (no synchronisation): the launch overhead."""
     require_gpu("timing")

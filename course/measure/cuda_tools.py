@@ -98,6 +98,15 @@ def ncu_profile(argv: list, metrics: Iterable[str], *, kernel_regex: Optional[st
     return parse_ncu_csv(res.stdout), scrub(" ".join(cmd[1:]) + "\n" + text[-20000:])
 
 
+def query_metrics(ncu: str, timeout: float = 120) -> set:
+    """Base metric names this ncu knows on this GPU (``ncu --query-metrics``); empty when the query fails."""
+    try:
+        r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=timeout)
+        return set(re.findall(r"^([a-z0-9]+__[a-z0-9_]+)\s", r.stdout, flags=re.M))
+    except Exception:  # no answer: the caller asks for its metrics as they are
+        return set()
+
+
 # --- SASS as instructions ----------------------------------------------------------------------------------
 
 _SASS_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+([^;]*)")

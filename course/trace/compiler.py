@@ -356,15 +356,21 @@ def _child_compile(spec, ptxas, nvdisasm) -> dict:
     return {"lines": sass_by_line(r.stdout), "sass": dict(resources, **sass_summary_of(r.stdout))}
 
 
-def sass_by_line(sass: str) -> dict:
-    """``{"file:line": {mnemonic: count}}`` of the memory instructions in ``nvdisasm -g`` output."""
-    lines: dict = {}
+def sass_lines(sass: str):
+    """``(source "file:line" or None, instruction text)`` for each line of an ``nvdisasm -g`` listing."""
     where = None
     for text in sass.splitlines():
         m = _LINE.search(text)
         if m:
             where = f"{rel_filename(m.group(1))}:{m.group(2)}"
             continue
+        yield where, text
+
+
+def sass_by_line(sass: str) -> dict:
+    """``{"file:line": {mnemonic: count}}`` of the memory instructions in ``nvdisasm -g`` output."""
+    lines: dict = {}
+    for where, text in sass_lines(sass):
         mm = SASS_MEM_OP.match(text)
         if mm and where is not None:
             ops = lines.setdefault(where, {})
@@ -398,18 +404,13 @@ def sass_summary_of(sass: str) -> dict:
     """
     per_line: dict = {}
     ops: dict = {}
-    where = "?"
     n = 0
-    for text in sass.splitlines():
-        m = _LINE.search(text)
-        if m:
-            where = f"{rel_filename(m.group(1))}:{m.group(2)}"
-            continue
+    for where, text in sass_lines(sass):
         mm = _SASS_ANY.match(text)
         if not mm or mm.group(2) in ("NOP",):
             continue
         n += 1
-        per_line[where] = per_line.get(where, 0) + 1
+        per_line[where or "?"] = per_line.get(where or "?", 0) + 1
         ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
     return {"instructions": n, "per_line": per_line, "ops": ops}
 

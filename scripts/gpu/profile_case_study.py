@@ -47,7 +47,7 @@ os.environ.setdefault("CUPY_TF32", "0")
 
 import numpy as np  # noqa: E402
 
-from course.measure import bench, bench_harness  # noqa: E402
+from course.measure import bench, bench_harness, cuda_tools  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
 from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
@@ -260,15 +260,6 @@ STALL_FALLBACK = ["barrier", "long_scoreboard", "short_scoreboard", "mio_throttl
                   "membar", "branch_resolving", "drain", "imc_miss", "tex_throttle", "sleeping", "misc"]
 
 
-def query_metrics(ncu):
-    """Base metric names this ncu knows on this GPU (``ncu --query-metrics``); empty when the query fails."""
-    try:
-        r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=60)
-        return set(re.findall(r"^([a-z0-9]+__[a-z0-9_]+)\s", r.stdout, flags=re.M))
-    except Exception:
-        return set()
-
-
 def stall_metrics(known):
     """Warp-stall metric names this ncu knows, else the usual list; and where they came from."""
     names = sorted(n for n in known if re.fullmatch(r"smsp__average_warps_issue_stalled_\w+_per_issue_active", n))
@@ -298,7 +289,7 @@ def nsight_compute():
                               "run": bench.run_id(), "reason": "dry run" if not GPU else "ncu not found",
                               "dry_run": ARGS.dry_run or None})
         return
-    known = query_metrics(ncu)
+    known = cuda_tools.query_metrics(ncu, timeout=60)
     stalls, source = stall_metrics(known)
     wanted = BASE_METRICS + stalls
     # one unknown name makes ncu refuse the whole run: ask only for what this ncu lists

@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
-import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -37,7 +35,7 @@ if "--dry-run" in sys.argv:
 
 import numpy as np  # noqa: E402
 
-from course.measure import bench  # noqa: E402
+from course.measure import bench, cuda_tools  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
 
 METRICS = [
@@ -149,14 +147,7 @@ def time_case(case):
     run()
     cuda.synchronize()
     times, inner, launch_bound = bench.time_queued(run, reps=H.reps, details=True)
-    one = []
-    for _ in range(5):
-        a, b = cuda.event(timing=True), cuda.event(timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        one.append(cuda.event_elapsed_time(a, b))
+    one = bench.one_launch_ms(run, reps=5)
     host = bench.host_ms(run, calls=20)
     cuda.synchronize()
     ms = float(np.median(times))
@@ -188,39 +179,22 @@ def ceilings():
     run()
     cuda.synchronize()
     times = bench.time_queued(run, reps=H.reps)
-    one = []
-    for _ in range(20):
-        a, b = cuda.event(timing=True), cuda.event(timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        one.append(cuda.event_elapsed_time(a, b))
+    one = bench.one_launch_ms(run, reps=20)
     host = bench.host_ms(run, calls=200)
     out.append(H.record("kernel_profiles", "empty_kernel", float(np.median(times)), len(times), [1], "float32",
                         one_launch_ms=float(np.median(one)), host_issue_ms=float(host), kind="overhead"))
     return out
 
 
-def known_metrics(ncu):
-    try:
-        r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
-        return set(re.findall(r"^([a-z0-9]+__[a-z0-9_]+)\s", r.stdout, flags=re.M))
-    except Exception:
-        return set()
-
-
 def profile(cases):
     ncu = H.require_tool("ncu", "Nsight Compute")
-    known = known_metrics(ncu)
+    known = cuda_tools.query_metrics(ncu)
     asked = METRICS + [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
     metrics = [m for m in asked if not known or m.split(".")[0] in known]
     argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out)]
     if H.args.only:
         argv += ["--only", H.args.only]
-    from course.measure.cuda_tools import ncu_profile
-
-    launches, log = ncu_profile(argv, metrics, timeout=560 - H.elapsed())
+    launches, log = cuda_tools.ncu_profile(argv, metrics, timeout=560 - H.elapsed())
     H.write_text("ncu_log.txt", log)
     done = json.loads(pathlib.Path(H.out, "ncu_child.json").read_text())
     ok = [d for d in done if d["ok"]]
