@@ -141,3 +141,13 @@ def test_numbas_refusal_in_one_line():
     assert first_useful_line(raw) == "No implementation of function mod for mod(Literal[str](%d), int32)"
     assert first_useful_line("Unknown attribute 'foo' of type Module(numba.cuda)\n\nFile ...") == \
         "Unknown attribute 'foo' of type Module(numba.cuda)"
+
+
+@cpu_only
+def test_a_traced_launch_is_refused_as_a_plain_one_is(fresh):
+    # the tracer runs an instrumented copy of the kernel: the check types the learner's own function
+    _needs_compiler()
+    from course.trace import trace
+
+    with pytest.raises(KernelError, match="dict"):
+        trace(lookup_in_a_dict, 1, 32, np.zeros(32, np.float32))

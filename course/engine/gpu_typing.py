@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from course.engine import simulator
 from course.engine.messages import typed_error
 
 _COURSE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -99,7 +100,7 @@ def refusal_message(name, fn, refused) -> str:
 def check(kernel, fn, name, args, host_array) -> None:
     """Raise numba-cuda's refusal of ``fn`` for these ``args`` as a KernelError; nothing when it compiles or
     when no CUDA compiler is here.  ``host_array``: the host array behind a simulated device array, else None."""
-    if type(kernel).__name__ == "CUDADispatcher":  # a real GPU build: numba-cuda compiles it anyway
+    if simulator.is_gpu_dispatcher(kernel):  # a real GPU build: numba-cuda compiles it anyway
         return
     if os.environ.get("COURSE_GPU_TYPING", "1") == "0":
         return

@@ -161,7 +161,7 @@ def _prepare_args(fn, args, launch, module):
 
 
 def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks | None = None, seed=None, time_limit=None,
-           blocks=None):
+           blocks=None, typing_of=None):
     """Run one kernel launch on the CPU engine (whatever the backend); arrays in ``args`` are updated in place.
 
     ``blocks``: run only these blocks (linear indices, x fastest), in this order: a sample of the grid, for a
@@ -202,7 +202,9 @@ def launch(kernel, griddim, blockdim, args, *, dynshared=0, hooks: LaunchHooks |
     lau.on_syncwarp = getattr(hooks, "on_syncwarp", None)
     begin_launch = getattr(hooks, "begin_launch", None)
     kargs, writebacks = _prepare_args(fn, tuple(args), lau, module)
-    gpu_typing.check(kernel, fn, name, args, simulator.host_array)  # what a GPU compile refuses is refused here too, before anything runs
+    # what a GPU compile refuses is refused here too, before anything runs (``typing_of``: the learner's own function
+    # when ``kernel`` is the tracer's instrumented copy of it)
+    gpu_typing.check(kernel, typing_of or fn, name, args, simulator.host_array)
     swapper = Swapper(module, lau)
     lau.swapper = swapper
     limit = DEFAULT_TIME_LIMIT if time_limit is None else time_limit

@@ -54,6 +54,11 @@ def cuda_module():
     return sys.modules.get("numba.cuda")
 
 
+def is_gpu_dispatcher(value) -> bool:
+    """True for numba-cuda's real (hardware) kernel object, ``CUDADispatcher``."""
+    return _is(value, _GPU_DISPATCHER)
+
+
 def is_cuda_module(value) -> bool:
     """True for numba's simulated ``cuda`` module (or the engine's, which derives from it)."""
     return _is(value, ("numba.cuda.simulator.kernelapi", "FakeCUDAModule"))

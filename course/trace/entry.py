@@ -80,7 +80,7 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         sys.settrace(tracer)
     try:
         _engine.launch(run, grid, blockdim, args, dynshared=dynshared, hooks=rec, seed=seed,
-                       time_limit=time_limit, blocks=blocks)
+                       time_limit=time_limit, blocks=blocks, typing_of=fn)
     finally:
         if tracer is not None:
             sys.settrace(old)
