@@ -197,3 +197,14 @@ def test_a_split_sum_that_sends_nothing_back_is_not_a_combine():
     assert r["status"] == "partial" and r["score"] == r["max_score"] - 1, r
     msg = " ".join(r["message"].split())
     assert "only the partial sums come back" in msg and "copied back per device: {0: 0, 1: 0, 2: 0}" in msg, r
+
+
+def test_the_old_public_traced_size_is_never_drawn():
+    # a kernel tuned to the launch the judge used to trace must never meet it again
+    import numpy as np
+
+    from course.exercises.inputs import trace_shape, trace_size
+
+    rng = np.random.default_rng(0)
+    assert 4096 not in {trace_size(rng, 4096) for _ in range(2000)}
+    assert (64, 64) not in {trace_shape(rng, (64, 64), (16, 16), 64 * 64 * 3) for _ in range(500)}

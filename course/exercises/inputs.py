@@ -47,7 +47,11 @@ def trace_size(rng, around, unit=32):
     (a warp, by default) from about half to one and a half times ``around`` (a hundred or more sizes). The grader seeds ``rng`` from the run's secret salt, so
     no kernel can recognise the launch it is traced on (by its size, or by a constant of the grader's)."""
     k = max(1, around // unit)
-    return unit * int(rng.integers(max(1, k // 2), k + k // 2 + 1))
+    lo, hi = max(1, k // 2), k + k // 2 + 1
+    while True:  # never the old, public traced size itself (a kernel could have been tuned to that launch)
+        n = unit * int(rng.integers(lo, hi))
+        if n != around or hi - lo <= 1:
+            return n
 
 
 def trace_shape(rng, around, units, most):
@@ -56,5 +60,5 @@ def trace_shape(rng, around, units, most):
     trace within its time: check() stays under 2 s warm). Used where several dimensions multiply the work."""
     while True:
         shape = tuple(trace_size(rng, a, u) for a, u in zip(around, units))
-        if math.prod(shape) <= most:
+        if math.prod(shape) <= most and shape != tuple(around):
             return shape
