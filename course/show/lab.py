@@ -246,9 +246,8 @@ def predicted(kernel, launch: Launch) -> Optional[object]:
     printed): the time the H200 would take and the ceiling that binds."""
     from course.measure import explain
 
-    arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in launch.arrays]
-    try:
-        return explain.explain(kernel, launch.griddim, launch.blockdim, *launch.make_args(arrays),
+    try:  # explain traces copies of the arrays it is given: the launch's own stay as they are
+        return explain.explain(kernel, launch.griddim, launch.blockdim, *launch.make_args(list(launch.arrays)),
                                measure=False, budget_s=PREDICT_BUDGET_S)
     except Exception as e:  # a kernel the engine refuses says so where it is traced; here only why no prediction
         print(f"no prediction for this kernel: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
