@@ -139,8 +139,10 @@ register(Exercise(
 SM_BLOCK = (32, 4)
 
 
-def _sm_input(rng, rows, cols, why):
-    x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+def _sm_input(rng, rows, cols, why, shift=0.0):
+    # the shift is added before the reference is computed: x + 200 rounds to float32 (a step of 1.5e-5 at 200),
+    # so a reference of the unshifted values would differ from every right kernel by up to that much
+    x = (rng.standard_normal((rows, cols)) * 3 + shift).astype(np.float32)
     out = np.full((rows, cols), np.nan, np.float32)
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     want = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
@@ -148,8 +150,8 @@ def _sm_input(rng, rows, cols, why):
 
 
 def _sm_inputs(rng):
-    big = _sm_input(rng, 3, 40, "large values: exp overflows without the max")
-    big.args[0][:] += np.float32(200)  # exp(200+) overflows float32: the row max must be subtracted first
+    # exp(200+) overflows float32: the row max must be subtracted first
+    big = _sm_input(rng, 3, 40, "large values: exp overflows without the max", shift=200.0)
     return [
         _sm_input(rng, 1, 1, "one element"),
         _sm_input(rng, 17, 16, "rows past a block, short rows"),
