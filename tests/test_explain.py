@@ -119,3 +119,64 @@ def test_a_loop_of_many_trips_is_cut_and_scaled():
     c, _ = X.count(sum_rows, 1, 64, (np.ones((k, n), np.float32), np.zeros(n, np.float32), k))
     assert c.gld_requests == 2 * k  # two warps, one request per trip each
     assert any("ran their first" in h for h in c.how)  # the cap follows the time budget (2 to 16 trips)
+
+
+def test_a_grid_stride_while_loop_is_cut_and_scaled_like_a_range_loop():
+    """A grid-stride ``while`` runs as the ``range`` loop of the same trips, so it is sampled too: the counts are
+    those of the whole loop (each warp's trip is one 32-float request of 4 sectors), and a tail loop that continues
+    from where the first stopped still sees the right elements."""
+    from numba import cuda
+
+    @cuda.jit
+    def gs_sum(a, out):
+        i = cuda.grid(1)
+        stride = cuda.gridDim.x * cuda.blockDim.x
+        s = 0.0
+        while i < a.shape[0] - 40:
+            s += a[i]
+            i += stride
+        while i < a.shape[0]:
+            s += a[i]
+            i += stride
+        cuda.atomic.add(out, 0, s)
+
+    n = 1 << 22
+    c, _ = X.count(gs_sum, 8, 128, (np.zeros(n, np.float32), np.zeros(1, np.float32)))
+    assert c.gld_requests == pytest.approx(n / 32, rel=0.01)
+    assert c.gld_sectors == pytest.approx(n / 8, rel=0.01)
+    assert any("ran their first" in h for h in c.how)
+
+
+def test_while_as_range_keeps_results_and_refuses_loops_it_cannot_rewrite():
+    from numba import cuda
+
+    from course.trace import trace
+    from course.trace.markers import while_as_range
+
+    @cuda.jit
+    def gs(a, out):
+        i = cuda.grid(1)
+        stride = cuda.gridDim.x * cuda.blockDim.x
+        s = 0.0
+        while i < a.shape[0]:
+            if a[i] < -2.5:
+                break  # the while leaves i where it broke; so does the range loop
+            s += a[i]
+            i += stride
+        out[cuda.grid(1)] = s + i
+
+    @cuda.jit
+    def doubling(a, out):
+        i = cuda.grid(1) + 1
+        while i < a.shape[0]:
+            i *= 2  # not a constant step: left as it is
+            i += 1
+        out[cuda.grid(1)] = i
+
+    a = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+    want, got = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    trace(gs, 2, 32, a, want)
+    trace(gs, 2, 32, a, got, while_as_range=True)
+    np.testing.assert_array_equal(got, want)
+    assert while_as_range(engine.kernel_py_func(gs)) is not None
+    assert while_as_range(engine.kernel_py_func(doubling)) is None

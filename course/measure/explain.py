@@ -29,8 +29,12 @@ on top: it is kept apart, never inside ``ms``.
 Sampling (so that any launch answers in a few seconds on 2 cores): block 0 is traced first and timed; then
 up to :data:`MAX_SAMPLE` blocks spread evenly over the grid (first and last included) are traced, as many as
 the time budget allows; every count is scaled by blocks in the grid ÷ blocks traced.  A grid of blocks that
-do different work (a tail block, a data-dependent branch) is covered as well as its sample is; loops run
-whole (no iteration is skipped).  :attr:`Explanation.sampled` says how many blocks were traced.
+do different work (a tail block, a data-dependent branch) is covered as well as its sample is.  A ``range`` loop
+of many trips runs its first few (2 to :data:`~course.measure.sampling.LOOP_CAP`, as the budget allows) and its
+lines' counts are scaled by trips asked ÷ trips run (:class:`~course.measure.sampling.LoopSampler`); a grid-stride
+``while i < n: …; i += stride`` loop is run as the ``range`` loop of the same trips for this
+(:func:`course.trace.markers.while_as_range`); any other ``while`` loop runs whole.  :attr:`Explanation.sampled`
+says how many blocks were traced, :attr:`Explanation.how` what was cut.
 
 Defined for chapter 01 (notebooks/01_programming_model.ipynb, "How long does it take?") and used by every
 chapter's "your kernels" cells (:mod:`course.show.lab`).
@@ -354,14 +358,15 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores)
         g["range"] = LoopSampler(cap=2)
         detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
-                       lines=False, compiler=False)
+                       lines=False, compiler=False, while_as_range=True)
         t_detail = time.perf_counter() - t0
         if loop_cap is None:  # as many trips as the budget allows: a 2-trip block took t_detail
             loop_cap = int(max(2, min(LOOP_CAP, 2 * (budget_s / 3) / max(t_detail, 1e-4))))
         loops = LoopSampler(cap=loop_cap)
         g["range"] = loops
         t1 = time.perf_counter()
-        first = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[])
+        first = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[],
+                      while_as_range=True)
         first_trips = {k: list(v) for k, v in loops.trips.items()}
         t_one = max(time.perf_counter() - t1, 1e-4)
         n = sample if sample else int(max(1, min(MAX_SAMPLE, (budget_s - (t1 - t0) - t_one) / t_one)))
@@ -369,7 +374,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         reports = [first]
         if rest:
             reports.append(trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=rest,
-                                 detail_blocks=[]))
+                                 detail_blocks=[], while_as_range=True))
     finally:
         if saved is missing:
             g.pop("range", None)

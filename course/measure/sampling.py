@@ -35,26 +35,36 @@ class LoopSampler:
     def scales(self, code) -> dict:
         """``{line: factor}`` for the lines of ``code``'s file inside sampled loops (nested loops multiply)."""
         import ast
-        import inspect
 
         sampled = {ln: asked / run for (fname, ln), (asked, run, _calls) in self.trips.items()
                    if fname == code.co_filename and run and asked > run}
         if not sampled:
             return {}
-        try:
-            tree = ast.parse(open(code.co_filename).read())
-        except (OSError, SyntaxError):
-            try:
-                tree = ast.parse(inspect.getsource(code))
-            except (OSError, TypeError, SyntaxError):
-                return {}
+        tree = _module_tree(code)
+        if tree is None:
+            return {}
         out: dict = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.For) and node.lineno in sampled:
+        for node in ast.walk(tree):  # a grid-stride while runs as a range loop on its own line when traced
+            if isinstance(node, (ast.For, ast.While)) and node.lineno in sampled:
                 f = sampled[node.lineno]
                 for ln in range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1):
                     out[ln] = out.get(ln, 1.0) * f
         return out
+
+
+def _module_tree(code):
+    """The parsed source of the file (or notebook cell: linecache has those) that ``code`` was compiled from, with
+    its own line numbers; None without one."""
+    import ast
+    import linecache
+
+    text = "".join(linecache.getlines(code.co_filename))
+    if not text:
+        return None
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
 
 
 def loop_structure(code, trips: dict) -> list:
@@ -64,9 +74,8 @@ def loop_structure(code, trips: dict) -> list:
     holds one copy per trip."""
     import ast
 
-    try:
-        tree = ast.parse(open(code.co_filename).read())
-    except (OSError, SyntaxError):
+    tree = _module_tree(code)
+    if tree is None:
         return []
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= code.co_firstlineno + 1
                and n.name == code.co_name and (n.end_lineno or 0) >= code.co_firstlineno), None)

@@ -10,6 +10,7 @@ import numpy as np
 from course.trace import compiler as _compiler
 from course import engine as _engine
 from course.trace.markers import TID_FN, instrument, settrace_lines
+from course.trace.markers import while_as_range as _while_as_range
 from course.trace.recorder import Recorder
 from course.trace.report import Report
 
@@ -24,7 +25,7 @@ def _engine_host(a):
 
 
 def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lines=True, seed=None,
-          time_limit=None, compiler=None, blocks=None) -> Report:
+          time_limit=None, compiler=None, blocks=None, while_as_range=False) -> Report:
     """Run one launch on the CPU engine, recording every global and shared element access; return a :class:`Report`.
 
     ``detail_blocks``: blocks whose every access is kept for :meth:`Report.warp_detail` and
@@ -38,6 +39,10 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
     when no facts can be had).  :attr:`Report.compiler` says what was done.
 
     ``blocks``: trace only these blocks (linear indices): a sample; every count then covers those blocks alone.
+
+    ``while_as_range``: run the kernel's grid-stride ``while`` loops as ``range`` loops
+    (:func:`course.trace.markers.while_as_range`), so that a ``range`` stand-in can cut them short
+    (:func:`course.explain` samples that way); the counts are those of the same trips.
     """
     fn = _engine.kernel_py_func(kernel)
     grid = _engine.normalise_dims(griddim, "blocks_per_grid (griddim)")
@@ -62,10 +67,11 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
             job = _compiler.describe(fn, tuple(typeof(_engine_host(a)) for a in args))
         except Exception as e:  # an argument numba cannot type: the launch will say so
             why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
-    inst = instrument(fn) if lines else None  # (code, line weights): line markers, else sys.settrace below
-    run = inst[0] if inst is not None else kernel
+    inst = instrument(fn, while_as_range) if lines else None  # (code, weights): line markers, else sys.settrace
+    plain = (_while_as_range(fn) if while_as_range else None) or fn
+    run = inst[0] if inst is not None else (kernel if plain is fn else plain)
     # the code the engine runs: its copy with the literals typed as numba-cuda types them (engine.numba_function)
-    rec = Recorder(_engine.numba_function(run if inst is not None else fn).__code__, keep, lines,
+    rec = Recorder(_engine.numba_function(run if inst is not None else plain).__code__, keep, lines,
                    line_weights=inst[1] if inst is not None else None,
                    compiler_mode=compiler, compiler_job=job, compiler_why=why)
     tracer = settrace_lines(rec) if lines and inst is None else None

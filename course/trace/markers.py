@@ -97,13 +97,36 @@ def _marker_line(node):
     return None
 
 
-def instrument(fn):
-    """A copy of kernel ``fn`` whose statements report (thread, line), and the line weights; None if no source."""
-    hit = _INSTRUMENTED.get(id(fn.__code__))
+def instrument(fn, while_as_range=False):
+    """A copy of kernel ``fn`` whose statements report (thread, line), and the line weights; None if no source.
+    ``while_as_range``: its grid-stride ``while`` loops also run as ``range`` loops (:func:`while_as_range`)."""
+    key = (id(fn.__code__), while_as_range)
+    hit = _INSTRUMENTED.get(key)
     if hit is None or hit[0] is not fn.__code__:
-        made = _instrumented_code(fn)
-        hit = _INSTRUMENTED[id(fn.__code__)] = (fn.__code__,) + (made if made else (None, None))
-    code, weights = hit[1], hit[2]
+        made = _instrumented_code(fn, mark=True, loops=while_as_range)
+        hit = _INSTRUMENTED[key] = (fn.__code__,) + (made if made else (None, None))
+    return _function(fn, hit[1], hit[2])
+
+
+def while_as_range(fn):
+    """A copy of kernel ``fn`` whose grid-stride loops run as ``range`` loops, or None when it has none.
+
+    A ``while i < n: …; i += stride`` loop (its last statement the step; ``i``, ``n`` and ``stride`` assigned
+    nowhere else in the body; no ``continue`` or ``else``; ``i`` not read after the loop) runs exactly the trips
+    of ``for i in range(i, n, stride): …`` when ``stride > 0``.  As a ``range`` loop it can be cut short and its
+    lines' counts scaled back up (:class:`course.measure.sampling.LoopSampler`): that is what
+    :func:`course.explain` needs of a grid-stride kernel at a size of millions.  Line numbers are the
+    original's (the ``for`` stands on the ``while``'s line; the step's line no longer runs)."""
+    key = (id(fn.__code__), "loops")
+    hit = _INSTRUMENTED.get(key)
+    if hit is None or hit[0] is not fn.__code__:
+        made = _instrumented_code(fn, mark=False, loops=True)
+        hit = _INSTRUMENTED[key] = (fn.__code__,) + (made if made else (None, None))
+    made = _function(fn, hit[1], hit[2])
+    return made[0] if made else None
+
+
+def _function(fn, code, weights):
     if code is None:
         return None
     closure = None
@@ -118,8 +141,92 @@ def instrument(fn):
     return new, weights
 
 
-def _instrumented_code(fn):
-    """Compile the marked copy of ``fn``'s source: (code object, line weights), or None."""
+class _WhileAsRange(ast.NodeTransformer):
+    """Rewrites the grid-stride ``while`` loops of one function as ``range`` loops (see :func:`while_as_range`)."""
+
+    def __init__(self, fdef):
+        self.fdef = fdef
+        self.changed = 0
+
+    @staticmethod
+    def _stores(nodes) -> set:
+        return {n.id for st in nodes for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    @staticmethod
+    def _own_continue(stmts) -> bool:
+        """A ``continue`` of this loop (not of a loop nested in it)."""
+        todo = list(stmts)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Continue):
+                return True
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+                todo.extend(n.orelse)  # a nested loop's body has its own continue
+                continue
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            todo.extend(ast.iter_child_nodes(n))
+        return False
+
+    def visit_While(self, node):
+        self.generic_visit(node)
+        t = node.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Lt)
+                and isinstance(t.left, ast.Name)) or node.orelse or not node.body:
+            return node
+        i, bound, step = t.left.id, t.comparators[0], node.body[-1]
+        if not (isinstance(step, ast.AugAssign) and isinstance(step.op, ast.Add) and isinstance(step.target, ast.Name)
+                and step.target.id == i):
+            return node
+        body = node.body[:-1]
+        invariant = {n.id for e in (bound, step.value) for n in ast.walk(e) if isinstance(n, ast.Name)} | {i}
+        if not body or self._stores(body) & invariant or self._own_continue(body):
+            return node
+        # i0 = i; for i in range(i0, n, s): body; else: i = where the while would have left it (a break leaves i
+        # as the while does; a loop cut short by the sampler leaves i where the whole loop ends, for a tail loop)
+        i0 = f"__course_i0_{node.lineno}__"
+        src = (f"{i0} = {i}\n"
+               f"for {i} in range({i0}, __b__, __s__):\n    pass\n"
+               f"else:\n    {i} = {i0} if {i0} >= __b__ else {i0} + (__b__ - {i0} + __s__ - 1) // __s__ * __s__\n")
+        first, loop = ast.parse(src).body
+
+        class _Put(ast.NodeTransformer):
+            def visit_Name(self, n):
+                if n.id == "__b__":
+                    return ast.copy_location(_copy(bound), n)
+                if n.id == "__s__":
+                    return ast.copy_location(_copy(step.value), n)
+                return n
+
+        first, loop = _Put().visit(first), _Put().visit(loop)
+        # the step's line still runs once per trip (a dead sum in its place), so that its line's counts and the
+        # SASS of that line (the add, the compare, the branch) count as in the while loop
+        keep = ast.Assign(targets=[ast.Name(id=f"__course_step_{node.lineno}__", ctx=ast.Store())],
+                          value=ast.BinOp(left=ast.Name(id=i, ctx=ast.Load()), op=ast.Add(), right=_copy(step.value)))
+        for n in ast.walk(keep):
+            ast.copy_location(n, step)
+        loop.body = body + [keep]
+        for n in ast.walk(first):
+            if hasattr(n, "lineno"):
+                n.lineno = n.end_lineno = node.lineno
+                n.col_offset, n.end_col_offset = node.col_offset, node.col_offset
+        ast.copy_location(loop, node)
+        for n in ast.walk(loop.iter):
+            ast.copy_location(n, node)
+        for st in loop.orelse:  # on the step's line: it runs once, where the step ran once per trip
+            for n in ast.walk(st):
+                ast.copy_location(n, step)
+        self.changed += 1
+        return [first, loop]
+
+
+def _copy(expr):
+    return ast.parse(ast.unparse(expr), mode="eval").body
+
+
+def _instrumented_code(fn, mark=True, loops=False):
+    """Compile the marked copy of ``fn``'s source (``loops``: its grid-stride loops as ``range`` loops):
+    (code object, line weights), or None (no source, or nothing to change)."""
     try:
         lines, start = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -138,12 +245,20 @@ def _instrumented_code(fn):
         doc = [fdef.body.pop(0)]  # a docstring is not a line that runs
     if not fdef.body:
         return None
-    fdef.body = m.body(fdef.body)
-    prologue = ast.parse(f"{_TIDVAR} = {TID_FN}()").body[0]
-    for n in ast.walk(prologue):
-        if hasattr(n, "lineno"):
-            n.lineno = n.end_lineno = first
-    fdef.body[:0] = doc + [prologue]
+    if loops:
+        w = _WhileAsRange(fdef)
+        fdef = w.visit(fdef)
+        if not w.changed and not mark:
+            return None
+    if mark:
+        fdef.body = m.body(fdef.body)
+        prologue = ast.parse(f"{_TIDVAR} = {TID_FN}()").body[0]
+        for n in ast.walk(prologue):
+            if hasattr(n, "lineno"):
+                n.lineno = n.end_lineno = first
+        fdef.body[:0] = doc + [prologue]
+    else:
+        fdef.body[:0] = doc
     freevars = fn.__code__.co_freevars
     if freevars:
         outer = ast.FunctionDef(
