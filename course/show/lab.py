@@ -179,14 +179,16 @@ class Launch:
     kernel's arguments (default: as they are; a transpose's 8-byte version adds views of them).
     ``bytes_moved`` gives GB/s when timed, ``flops`` TFLOP/s; ``exact=False`` compares within ``rtol``
     (float sums); ``accumulate=True`` says the kernel adds into ``arrays[out]``, which is zeroed
-    before each run instead of poisoned.
+    before each run instead of poisoned.  ``expected`` may be a function of no arguments that computes it:
+    it is called once, when a result is first compared (a launch that is only predicted never needs it, and
+    NumPy's answer at a chapter's size can take seconds).
     """
 
     griddim: Any
     blockdim: Any
     arrays: Sequence
     out: int
-    expected: np.ndarray
+    expected: Any  # an array, or a function of no arguments returning it
     make_args: Callable = tuple
     bytes_moved: Optional[float] = None
     flops: Optional[float] = None
@@ -194,12 +196,19 @@ class Launch:
     rtol: float = 1e-4
     accumulate: bool = False
 
+    def want(self) -> np.ndarray:
+        """The expected result (computed now, once, when ``expected`` is a function)."""
+        if callable(self.expected):
+            object.__setattr__(self, "expected", self.expected())
+        return self.expected
+
 
 def _matches(got, launch: Launch) -> bool:
+    want = launch.want()
     if launch.exact:
-        return np.array_equal(got, launch.expected)
-    scale = float(np.abs(launch.expected).max()) if np.size(launch.expected) else 1.0
-    return bool(np.allclose(got, launch.expected, rtol=launch.rtol, atol=launch.rtol * (scale or 1.0)))
+        return np.array_equal(got, want)
+    scale = float(np.abs(want).max()) if np.size(want) else 1.0
+    return bool(np.allclose(got, want, rtol=launch.rtol, atol=launch.rtol * (scale or 1.0)))
 
 
 def _gpu_row(name, kernel, launch: Launch):
@@ -216,7 +225,7 @@ def _gpu_row(name, kernel, launch: Launch):
         kernel[launch.griddim, launch.blockdim](*args)
 
     if launch.exact and not launch.accumulate:
-        bench.verify(launch_once, out, launch.expected, what=name)  # poisons, runs, compares every bit
+        bench.verify(launch_once, out, launch.want(), what=name)  # poisons, runs, compares every bit
     else:
         # an accumulator starts at zero; float results are compared within rtol of the largest value
         start = 0 if launch.accumulate else bench.poison_value(np.dtype(out.dtype))
@@ -225,8 +234,9 @@ def _gpu_row(name, kernel, launch: Launch):
         cuda.synchronize()
         got = out.copy_to_host()
         if not _matches(got, launch):
-            bad = int(np.count_nonzero(~np.isclose(got, launch.expected, rtol=launch.rtol,
-                                                    atol=launch.rtol * float(np.abs(launch.expected).max() or 1))))
+            want = launch.want()
+            bad = int(np.count_nonzero(~np.isclose(got, want, rtol=launch.rtol,
+                                                    atol=launch.rtol * float(np.abs(want).max() or 1))))
             raise bench.BenchError(f"{name}: {bad} of {got.size} elements differ from the NumPy reference. "
                                    "Fix the kernel before timing it.")
     # the kernel alone: launches queued behind a sleeping kernel, so numba's ~20-50 µs of host time per launch
