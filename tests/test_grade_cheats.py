@@ -73,10 +73,10 @@ def test_the_salt_is_secret_per_run_recorded_and_a_regrade_with_it_draws_the_sam
 
 
 def test_shards_must_share_a_salt_given_on_the_command_line(capsys, tmp_path):
-    from course.grading import grade as G
+    from course.grading import cli
 
     with pytest.raises(SystemExit) as err:
-        G.main([str(CHEATS / "races.ipynb"), "--out", str(tmp_path), "--shard", "1/2"])
+        cli.main([str(CHEATS / "races.ipynb"), "--out", str(tmp_path), "--shard", "1/2"])
     assert err.value.code == 2 and "--shard needs --salt" in capsys.readouterr().err
 
 

@@ -51,7 +51,7 @@ def _read(path):
 
 
 def _export(tmp_path, fmt, *extra):
-    from course.grading.grade import main
+    from course.grading.cli import main
 
     assert main(["export", str(tmp_path), "--format", fmt, *extra]) == 0
     return _read(tmp_path / f"{fmt}.csv")

@@ -380,7 +380,7 @@ def test_bwrap_box_sees_no_grader_no_repository_no_network(tmp_path):
 
 
 def test_deadline_and_shard_arguments_are_checked():
-    from course.grading.grade import main
+    from course.grading.cli import main
 
     with pytest.raises(SystemExit):
         main(["x.ipynb", "--out", "o", "--shard", "3/2"])

@@ -1,5 +1,8 @@
 """What instructors do with a graded class: exports, shards, Gradescope and GitHub Classroom.
 
+Built on the grader (:func:`course.grading.grade.grade`, :func:`~course.grading.grade.write_outputs`); the commands
+below are parsed by :mod:`course.grading.cli`.
+
 ``python -m course.grade export GRADES_DIR --format canvas|moodle|nbgrader [--roster roster.csv]``
     writes ``GRADES_DIR/<format>.csv`` from ``GRADES_DIR/results.json``, one row per student, in the
     platform's import layout (see :data:`LAYOUTS`); scores are the sums of the exercises' scores per
@@ -23,7 +26,6 @@ name part of a flat file) and any of ``name``, ``first_name``, ``last_name``, ``
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -34,6 +36,8 @@ import sys
 import tempfile
 import zipfile
 from collections import OrderedDict
+
+from course.grading import grade as G
 
 #: The header each export writes (tests check them against the platforms' documented layouts).
 LAYOUTS = {
@@ -128,8 +132,6 @@ def export(grades_dir, fmt: str, roster_path=None) -> pathlib.Path:
 
 def merge(out_dir, shard_dirs) -> list:
     """Join shard results into ``out_dir``; refuse shards graded with different settings or overlapping."""
-    from course.grading import grade as G
-
     shards = [load_results(d) for d in shard_dirs]
     keys = ("cell_timeout", "timeout", "launch_timeout", "salt", "backend", "deadline")
     first = shards[0]["grader"]
@@ -235,8 +237,6 @@ def gradescope_results(results: dict) -> dict:
 
 
 def gradescope(root=None, jobs=1, own_process=False) -> int:
-    from course.grading import grade as G
-
     root = pathlib.Path(root or os.environ.get("COURSE_AUTOGRADER_ROOT") or "/autograder")
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -259,8 +259,6 @@ def gradescope(root=None, jobs=1, own_process=False) -> int:
 
 def classroom(paths, exercise=None, own_process=False, **opts) -> int:
     """Grade, print each verdict and ``Points a/b``; exit 0 only when every (or the named) exercise has full marks."""
-    from course.grading import grade as G
-
     work = pathlib.Path(tempfile.mkdtemp(prefix="course-classroom-"))
     try:
         rows = G.grade(paths, work, quiet=True, own_process=own_process, **opts)
@@ -278,50 +276,3 @@ def classroom(paths, exercise=None, own_process=False, **opts) -> int:
         print(f"{mark} {r['exercise'] or r['submission']}: {r['score']}/{r['max_score']} {r['message']}")
     print(f"Points {score}/{top}")
     return 0 if rows and score == top and top > 0 else 1
-
-
-def main(argv) -> int:
-    from course.grading import grade as G
-
-    cmd, rest = argv[0], argv[1:]
-    if cmd == "export":
-        p = argparse.ArgumentParser(prog="python -m course.grade export")
-        p.add_argument("grades_dir")
-        p.add_argument("--format", required=True, choices=sorted(LAYOUTS))
-        p.add_argument("--roster", default=None, help="CSV with a student column (names, emails, SIS ids)")
-        a = p.parse_args(rest)
-        print(f"wrote {export(a.grades_dir, a.format, a.roster)}")
-        return 0
-    if cmd == "merge":
-        p = argparse.ArgumentParser(prog="python -m course.grade merge")
-        p.add_argument("out")
-        p.add_argument("shards", nargs="+")
-        a = p.parse_args(rest)
-        rows = merge(a.out, a.shards)
-        print(f"wrote {os.path.join(a.out, 'gradebook.csv')} ({len(rows)} rows from {len(a.shards)} shards)")
-        return 0
-    if cmd == "autograder":
-        p = argparse.ArgumentParser(prog="python -m course.grade autograder")
-        p.add_argument("--out", default="autograder.zip")
-        a = p.parse_args(rest)
-        print(f"wrote {build_autograder(a.out)}")
-        return 0
-    if cmd == "gradescope":
-        p = argparse.ArgumentParser(prog="python -m course.grade gradescope")
-        p.add_argument("--root", default=None)
-        p.add_argument("--jobs", type=int, default=1)
-        a = p.parse_args(rest)
-        return gradescope(a.root, a.jobs, own_process=True)
-    if cmd == "classroom":
-        p = argparse.ArgumentParser(prog="python -m course.grade classroom")
-        p.add_argument("paths", nargs="+")
-        p.add_argument("--exercise", default=None, help="only this exercise decides the exit status")
-        G.grading_arguments(p)
-        a = p.parse_args(rest)
-        return classroom(a.paths, a.exercise, own_process=True, jobs=a.jobs, cell_timeout=a.cell_timeout,
-                         timeout=a.timeout, launch_timeout=a.launch_timeout, salt=a.salt)
-    raise SystemExit(f"course.grade: unknown command {cmd}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))

@@ -48,10 +48,10 @@ from numba import cuda
 TILE = 32
 
 
-# Unsigned constants for the GPU (a sum with one stays unsigned); plain ints for Python.
-U32 = np.uint32 if course.on_gpu() else int
-# 16-byte alignment of vec4's shared tile lets the compiler merge 4 shared accesses into one;
-# numba's stock simulator refuses the argument, so it is only given on the GPU.
+# Unsigned closure constants: numba-cuda types a np.uint32 one as uint32 (a sum with it stays 32-bit unsigned).
+U32 = np.uint32 if course.on_gpu() else int  # run as Python (engine, tracer), an int gives the same index
+# 16-byte alignment of vec4's shared tile lets ptxas merge 4 shared accesses into one (a compile option, not a
+# launch one): numba's stock simulator raises "Array alignment is not supported in cudasim"; the engine needs none.
 SHARED_ALIGN = 16 if course.on_gpu() else None
 
 

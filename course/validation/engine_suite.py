@@ -7,7 +7,7 @@ GPU and check all three against NumPy.  The kernels, in groups:
 - memory access patterns: ``copy_f32``, ``copy_f64``, ``copy_u8``, ``copy_strided`` (stride 4),
   ``copy_misaligned`` (offset 1), ``scale_broadcast`` (every thread reads one element), ``saxpy``;
 - launch shapes: ``scale_partial_warp`` (48-thread blocks: the second warp is half empty),
-  ``matrix_add_2d`` (16×16 blocks), ``matrix_scale_odd_block`` (24×10 blocks, partial last warp);
+  ``matrix_add_2d`` (chapter 01's ``matrix_add``, 16×16 blocks), ``matrix_scale_odd_block`` (24×10 blocks, partial last warp);
 - shared-memory tiles: ``transpose_naive``, ``transpose_tile`` ([32][32]), ``transpose_padded``
   ([32][33]), ``transpose_swizzled`` (col ^ row), ``matmul_tiled`` (16×16 tiles),
   ``stencil_1d`` (a halo of 3), ``reverse_dynamic_shared`` (``cuda.shared.array(0, …)``);
@@ -34,6 +34,7 @@ import course  # noqa: F401  (chooses the backend before numba is imported)
 from numba import cuda, float32, int32
 
 from course.engine import normalise_dims
+from course.kernels.basics import matrix_add  # chapter 01's own kernel: the case matrix_add_2d launches it
 
 FULL_MASK = 0xFFFFFFFF
 TPB = 256  # threads_per_block of the 1-D kernels
@@ -106,14 +107,6 @@ def scale_partial_warp(src, dst):
     i = cuda.grid(1)
     if i < dst.shape[0]:
         dst[i] = 2 * src[i] + 1
-
-
-@cuda.jit
-def matrix_add_2d(a, b, out):
-    """out = a + b on a 2-D grid, x ↔ col."""
-    col, row = cuda.grid(2)
-    if row < out.shape[0] and col < out.shape[1]:
-        out[row, col] = a[row, col] + b[row, col]
 
 
 @cuda.jit
@@ -534,7 +527,7 @@ SUITE: dict[str, SuiteKernel] = {
             _config_1d(48), lambda src, dst: (np.float32(2) * src + np.float32(1),), (1,),
         ),
         SuiteKernel(
-            "matrix_add_2d", matrix_add_2d, (64, 128),
+            "matrix_add_2d", matrix_add, (64, 128),
             lambda rng, s: (_f32(rng, s), _f32(rng, s), _sentinel(s)),
             _config_2d(16, 16), lambda a, b, out: (a + b,), (2,), ODD_2D,
         ),

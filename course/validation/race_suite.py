@@ -46,8 +46,6 @@ from course.validation.races.stencils_scans import (  # noqa: F401  (re-exported
 from course.validation.races.reductions import (  # noqa: F401  (re-exported: the kernels)
     reduce_nosync,
     reduce_sync,
-    reduce_warp_unsynced,
-    reduce_warp_syncwarp,
 )
 from course.validation.races.shared_tiles import (  # noqa: F401  (re-exported: the kernels)
     tile_loop_one_sync,
@@ -105,6 +103,20 @@ RACE_CASES: list = [*stencils_scans.CASES, *reductions.CASES, *shared_tiles.CASE
                      *global_memory.CASES]
 
 CASES_BY_NAME = {c.name: c for c in RACE_CASES}
+
+
+def case_identity(case: RaceCase) -> dict:
+    """What a recorded run of ``case`` ran: the kernel (name and module) and its launch shape, JSON-ready.
+
+    ``scripts/gpu/validate_races.py`` records it beside each case, so that a record run on another kernel or launch
+    is noticed (``tests/test_race_validation.py``)."""
+    py = getattr(case.kernel, "py_func", case.kernel)
+
+    def dims(d):
+        return list(d) if isinstance(d, tuple) else [d]
+
+    return {"kernel": getattr(py, "__name__", ""), "module": getattr(py, "__module__", ""),
+            "griddim": dims(case.griddim), "blockdim": dims(case.blockdim)}
 
 
 def tracer_verdict(case: RaceCase, seed=None) -> dict:

@@ -58,10 +58,12 @@ PARALLEL = 8
 RACECHECK_ARGS = ["--tool", "racecheck", "--racecheck-report", "hazard", "--print-level", "info",
                   "--print-limit", "10000", "--show-backtrace", "no"]
 DATA = ROOT / "data" / "race_validation.json"
-# the kernels live in course/validation/races/*.py (racecheck names a file by its base name).  A run from before
-# the split names race_suite.py, whose lines have moved since: it gets no source texts here (import such a run
-# from a checkout of the commit it ran)
-SUITE_FILES = {p.name: p for p in sorted((ROOT / "course" / "validation" / "races").glob("*.py"))}
+# the kernels live in course/validation/races/*.py, and some cases launch the teaching kernels of course/kernels/*.py
+# (racecheck names a file by its base name: the two folders share none).  A run from before the split names
+# race_suite.py, whose lines have moved since: it gets no source texts here (import such a run from a checkout of the
+# commit it ran)
+SUITE_FILES = {p.name: p for folder in ("validation/races", "kernels")
+               for p in sorted((ROOT / "course" / folder).glob("*.py")) if p.name != "__init__.py"}
 
 SUMMARY_RE = re.compile(r"RACECHECK SUMMARY:\s*(\d+)\s+hazards? displayed\s*\((\d+)\s+errors?,\s*(\d+)\s+warnings?\)")
 # "========= Error: Race reported between Write access at 0x1a0 in /x/race_suite.py:80:reverse_nosync(...)"
@@ -363,10 +365,9 @@ def build_table(H: Script, names: list, gpu: dict | None, tracer: dict | None) -
     out = H.out
     model = json.loads(subprocess.run(
         [sys.executable, "-c",
-         "import json,course;from course.validation.race_suite import RACE_CASES as R;"
+         "import json,course;from course.validation.race_suite import RACE_CASES as R, case_identity as I;"
          "print(json.dumps({c.name:{'shared':list(c.shared),'global':c.global_,'benign':c.benign,"
-         "'note':c.note,'tags':list(c.tags),'kernel':c.kernel.py_func.__name__ if hasattr(c.kernel,'py_func') else ''}"
-         " for c in R}))"],
+         "'note':c.note,'tags':list(c.tags),**I(c)} for c in R}))"],
         env=_env("cpu"), cwd=ROOT, capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1])
     peers = json.loads((out / "peer_styles.json").read_text()) if (out / "peer_styles.json").exists() else {}
     prov = dict(peers.get("provenance") or {})

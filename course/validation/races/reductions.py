@@ -1,4 +1,5 @@
-"""Shared memory: block reductions, with barriers, without, and with warp-level steps.
+"""Shared memory: block reductions, with barriers, without, and with warp-level steps (chapter 02's last-warp
+reductions, imported from :mod:`course.kernels.warps`).
 
 Part of the race checker's validation suite: see :mod:`course.validation.race_suite`."""
 
@@ -9,6 +10,7 @@ import numpy as np
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from numba import cuda, float32
 
+from course.kernels.warps import REDUCE_THREADS, last_warp_syncwarp, last_warp_unsynced
 from course.validation.races.common import B, W, case_adder
 from course.validation.races.common import ints as _ints
 
@@ -50,45 +52,10 @@ def reduce_sync(x, out):
         out[cuda.blockIdx.x] = s[0]
 
 
-@cuda.jit
-def reduce_warp_unsynced(x, out):
-    """The old 'last warp unrolled' trick without syncwarp: lanes of warp 0 race (warning only)."""
-    s = cuda.shared.array(B, float32)
-    t = cuda.threadIdx.x
-    s[t] = x[cuda.blockIdx.x * B + t]
-    cuda.syncthreads()
-    if t < 32:
-        s[t] += s[t + 32]
-        s[t] += s[t + 16]
-        s[t] += s[t + 8]
-        s[t] += s[t + 4]
-        s[t] += s[t + 2]
-        s[t] += s[t + 1]
-    if t == 0:
-        out[cuda.blockIdx.x] = s[0]
-
-
-@cuda.jit
-def reduce_warp_syncwarp(x, out):
-    """Warp-synchronous done right: read, syncwarp, write, syncwarp at each step: race-free."""
-    s = cuda.shared.array(B, float32)
-    t = cuda.threadIdx.x
-    s[t] = x[cuda.blockIdx.x * B + t]
-    cuda.syncthreads()
-    if t < 32:
-        off = 32
-        while off > 0:
-            v = s[t] + s[t + off]
-            cuda.syncwarp()
-            s[t] = v
-            cuda.syncwarp()
-            off //= 2
-    if t == 0:
-        out[cuda.blockIdx.x] = s[0]
-
-
+# The last-warp pair is chapter 02's own (course.kernels.warps), launched as the chapter launches it: blocks of
+# REDUCE_THREADS, the size of its shared array (a 64-thread block would read words no thread wrote)
 def _block_sums(x, out):
-    return x.reshape(-1, B).astype(np.float64).sum(axis=1).astype(np.float32)
+    return x.reshape(-1, x.size // out.size).astype(np.float64).sum(axis=1).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -106,7 +73,11 @@ _add("reduce_nosync", reduce_nosync, 2, B, lambda rng: (_ints(rng, 2 * B), np.ze
      tags=("reduction",), note="every racing pair is inside warp 0: racecheck grades it a warning")
 _add("reduce_sync", reduce_sync, 2, B, lambda rng: (_ints(rng, 2 * B), np.zeros(2, np.float32)),
      reference=_block_sums, tags=("reduction",))
-_add("reduce_warp_unsynced", reduce_warp_unsynced, 2, B, lambda rng: (_ints(rng, 2 * B), np.zeros(2, np.float32)),
-     (W,), tags=("reduction", "warp"))
-_add("reduce_warp_syncwarp", reduce_warp_syncwarp, 2, B, lambda rng: (_ints(rng, 2 * B), np.zeros(2, np.float32)),
-     reference=_block_sums, tags=("reduction", "warp"))
+# last_warp_unsynced: the tree steps down to 64 have barriers; below them warp 0 alone (t < 32) runs six steps with
+# none, each lane reading words its neighbours write: every racing pair is inside warp 0 -> a warning only
+_add("reduce_warp_unsynced", last_warp_unsynced, 2, REDUCE_THREADS,
+     lambda rng: (_ints(rng, 2 * REDUCE_THREADS), np.zeros(2, np.float32)), (W,), tags=("reduction", "warp"),
+     note="chapter 02's last_warp_unsynced (course.kernels.warps)")
+_add("reduce_warp_syncwarp", last_warp_syncwarp, 2, REDUCE_THREADS,
+     lambda rng: (_ints(rng, 2 * REDUCE_THREADS), np.zeros(2, np.float32)), reference=_block_sums,
+     tags=("reduction", "warp"), note="chapter 02's last_warp_syncwarp (course.kernels.warps)")
