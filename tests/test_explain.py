@@ -119,3 +119,25 @@ def test_a_loop_of_many_trips_is_cut_and_scaled():
     c, _ = X.count(sum_rows, 1, 64, (np.ones((k, n), np.float32), np.zeros(n, np.float32), k))
     assert c.gld_requests == 2 * k  # two warps, one request per trip each
     assert any("ran their first" in h for h in c.how)  # the cap follows the time budget (2 to 16 trips)
+
+
+def test_the_compiler_facts_are_looked_up_under_the_kernels_own_globals(monkeypatch):
+    # count() swaps `range` in the kernel's globals for its loop sampler while it traces; a fingerprint taken in
+    # the compiler's thread meanwhile missed the cached facts, and the first prediction of a process fell back to
+    # the rough estimate (busy at 2**19: 2.9 µs instead of 18 µs)
+    from course.kernels.transfers import busy
+    from course.trace import compiler
+
+    x = np.zeros(4096, np.float32)
+    fn = engine.kernel_py_func(busy)
+    clean = compiler.describe(fn, X._argtypes((x, x, 8)))[0]
+    seen = []
+    real = compiler.summary
+
+    def spy(fn_, argtypes, compile=True, described=None):
+        seen.append(compiler.describe(fn_, argtypes)[0] if described is None else described[0])
+        return real(fn_, argtypes, compile, described)
+
+    monkeypatch.setattr(compiler, "summary", spy)
+    X.explain(busy, 16, 256, x, np.zeros_like(x), 8, measure=False, budget_s=0.3)
+    assert seen == [clean]
