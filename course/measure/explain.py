@@ -531,7 +531,11 @@ def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_
     host_args = tuple(_host(a) for a in args)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     try:
-        fut = pool.submit(compiler.summary, fn, _argtypes(host_args))
+        argtypes = _argtypes(host_args)
+        # described here, before count() swaps `range` in the kernel's globals for its loop sampler: described
+        # in the worker thread while tracing ran, the fingerprint saw the sampler, missed the cached facts and
+        # the prediction fell back to the rough estimate (a different answer on the first call of a process)
+        fut = pool.submit(compiler.summary, fn, argtypes, True, compiler.describe(fn, argtypes))
     except Exception:
         fut = None
     c, first = count(kernel, griddim, blockdim, host_args, dynshared=dynshared, budget_s=budget_s)

@@ -547,13 +547,15 @@ def facts(fn, argtypes, compile: bool = True) -> Optional[dict]:
     return facts_for(key, spec, compile)
 
 
-def summary(fn, argtypes, compile: bool = True) -> Optional[dict]:
+def summary(fn, argtypes, compile: bool = True, described: Optional[tuple] = None) -> Optional[dict]:
     """Registers, shared/local bytes and SASS instruction counts of ``fn`` compiled for ``argtypes``.
 
     Facts recorded before this summary existed hold only the memory instructions per line: those are compiled
-    again when ``compile`` (and a compiler is at hand), else None.
+    again when ``compile`` (and a compiler is at hand), else None.  ``described`` is :func:`describe`'s
+    ``(fingerprint, spec)`` when the caller took it already (before anything swapped a name in the kernel's
+    globals, as the explainer's loop sampler does while it traces).
     """
-    key, spec = describe(fn, argtypes)
+    key, spec = described if described is not None else describe(fn, argtypes)
     f = facts_for(key, spec, compile=compile)
     if f is not None and "sass" not in f and "error" not in f and compile and toolchain() is not None:
         try:

@@ -1,5 +1,5 @@
-"""Chapter 02: warps — two paths with no divergent warp, a warp vote (ballot), and the warp-synchronous bug
-of older CUDA code fixed with syncwarp."""
+"""Chapter 02: warps — which warp a thread is in (a warp never spans two blocks), two paths with no divergent
+warp, a warp vote (ballot), and the warp-synchronous bug of older CUDA code fixed with syncwarp."""
 
 from __future__ import annotations
 
@@ -221,4 +221,49 @@ register(Exercise(
                 "positive part max(v, 0) plus 0.125 times the negative part min(v, 0)."),
     hint_oob="Threads past the end must do nothing: guard the index against x.shape[0].",
     stub_hint="no `if` on the value: out = positive part + 0.125 * negative part",
+))
+
+
+# 02 -- which warp: a warp never spans two blocks ---------------------------------------------------
+
+
+def _gw_input(rng, blocks, bx, by, why):
+    threads = bx * by
+    warps_per_block = ceil_div(threads, 32)
+    b, t = np.divmod(np.arange(blocks * threads), threads)  # t: the linear id in the block, x fastest
+    want = (b * warps_per_block + t // 32).astype(np.int32).reshape(blocks, by, bx)
+    out = np.full((blocks, by, bx), -1, np.int32)
+    return Input(f"{blocks} blocks of ({bx}, {by}) ({why})", (blocks,), (bx, by), (out,), {0: want}, ("out",))
+
+
+def _gw_inputs(rng):
+    return [
+        _gw_input(rng, 3, 12, 8, "96 threads: three full warps"),
+        _gw_input(rng, 4, 10, 5, "50 threads: a full warp and one of 18 lanes"),
+        _gw_input(rng, 2, 7, 3, "21 threads: one partial warp"),
+        _gw_input(rng, 3, 33, 2, "66 threads: rows longer than a warp"),
+        _gw_input(rng, int(rng.integers(2, 6)), int(rng.integers(3, 20)), int(rng.integers(2, 9)), "random shape"),
+    ]
+
+
+register(Exercise(
+    name="02.global_warp",
+    title="Which warp: a warp never spans two blocks",
+    signature="global_warp(out)",
+    task=("Write `global_warp(out)`: launched on a 1-D grid of 2-D blocks (blockDim = (bx, by)), every thread writes "
+          "the launch-wide number of its warp (线程束) into out[blockIdx.x, threadIdx.y, threadIdx.x]. The hardware "
+          "cuts a block into warps by the linear thread id, tid = threadIdx.x + threadIdx.y * bx (x fastest), 32 "
+          "consecutive ids a warp, and numbers them block after block: block b holds warps "
+          "b * w ... b * w + w - 1, with w = ceil(bx * by / 32) warps per block. A block is cut into warps on its "
+          "own, so when bx * by is not a multiple of 32 its last warp is partial and the next block starts a new "
+          "warp: the launch-wide thread index // 32 is then wrong."),
+    make_inputs=_gw_inputs,
+    make_trace_input=lambda rng: _gw_input(rng, trace_size(rng, 8, 1), 16, 8, "whole warps"),
+    properties=(coalesced("store"),),
+    hint_wrong=("Two things decide a thread's warp: its linear id in the block, x fastest (tid = threadIdx.x + "
+                "threadIdx.y * bx), and the warps per block, w = ceil(bx * by / 32): the block's first warp is "
+                "blockIdx.x * w and the thread's is tid // 32 after it. The launch-wide index // 32 is right only when "
+                "every block is a whole number of warps."),
+    hint_oob="out has one slot per thread of the launch: out[blockIdx.x, threadIdx.y, threadIdx.x].",
+    stub_hint="tid from threadIdx.x, threadIdx.y and blockDim.x; warps per block, rounded up; the block's first warp",
 ))
