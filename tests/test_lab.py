@@ -226,3 +226,33 @@ def test_trace_version_traces_at_the_registrys_launch_checks_and_returns_totals(
                       wrong=lambda o: seen.append(o.copy()) or o != a.T + 1, started=-1)
     np.testing.assert_array_equal(seen[0], a.T)
     assert "mine: not NumPy's answer: 8192 of 8192 elements differ" in capsys.readouterr().out
+
+
+def test_traced_counts_any_launch_checks_its_output_and_names_a_wrong_one(monkeypatch, capsys):
+    from numba import cuda
+
+    monkeypatch.delenv("COURSE_STRICT", raising=False)
+
+    @cuda.jit
+    def every_other(src, out):
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        if i < out.size:
+            out[i] = src[2 * i]
+
+    src = np.arange(256, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    rep = lab.traced("every_other", every_other, 2, 64, src, out, out=out, expected=src[::2])
+    # by hand: 4 warps; a warp's 32 lanes read 32 floats 8 bytes apart = 256 bytes = 8 sectors, and write
+    # 32 neighbours = 128 bytes = 4 sectors
+    t = rep.totals()
+    assert (t["global_load_requests"], t["global_load_sectors"]) == (4, 32)
+    assert lab.per_request(t)["ld sectors/req"] == 8 and lab.per_request(t)["st sectors/req"] == 4
+    assert capsys.readouterr().out == ""
+    # no expected answer: counted, nothing judged
+    lab.traced("every_other", every_other, 2, 64, src, np.zeros(128, np.float32))
+    assert capsys.readouterr().out == ""
+    # a wrong answer is named, and the counts still come back
+    rep = lab.traced("every_other", every_other, 2, 64, src, out, out=out, expected=src[1::2])
+    assert rep.totals()["global_load_sectors"] == 32
+    assert "every_other: not NumPy's answer: 128 of 128 elements differ, the first at [0]: got 0, expected 1" \
+        in capsys.readouterr().out

@@ -134,32 +134,49 @@ def compare(name: str, got, expected, *, rtol: float = 0.0, wrong=None, started=
     return False
 
 
-def trace_version(name: str, kernel, version, size: tuple, inputs: tuple, out, expected, *, lines: bool = False,
-                  **check) -> dict:
-    """Trace ``kernel`` at registry ``version``'s launch for ``size``, check ``out`` against ``expected``, return
-    the totals.
+def traced(name: str, kernel, griddim, blockdim, *args, out=None, expected=None, lines: bool = False,
+           detail_blocks=(), **check):
+    """Trace one launch of ``kernel``, check ``out`` against ``expected`` (when given), return the :class:`Report`.
 
-    The launch is the version's own (``version.griddim(*size)`` blocks of ``version.threads``, arguments
-    ``version.args(*inputs, out)``), so a learner's kernel is counted exactly where the registry's is;
-    ``check`` goes to :func:`compare` (``expected_by``, ``started``…); ``wrong``, the chapter's own mask of wrong
-    elements, is given as a function of ``out``, since it can only be judged after the launch.  Defined for
-    chapters 05, 09 and 10.
+    The one way a chapter counts a kernel it shows: ``kernel[griddim, blockdim](*args)`` traced once, then,
+    when ``expected`` is given, ``out`` (one of ``args``) judged by :func:`compare` with ``check``
+    (``rtol``, ``expected_by``, ``started``…) under ``name``, so a wrong kernel is named and its counts still
+    come back.  ``wrong``, a chapter's own mask of wrong elements, may be a function of ``out``: it can only be
+    judged after the launch.  ``report.totals()`` are the counts; :func:`per_request` divides them.
+    ``detail_blocks`` are the blocks whose every access is kept (for ``Report.warp_detail``; None: the tracer's
+    default); none by default, since counts never need them.
+    Defined for chapters 03, 04, 05, 07, 09 and 10.
     """
     from course.trace import trace
 
-    report = trace(kernel or version.kernel, version.griddim(*size), version.threads, *version.args(*inputs, out),
-                   lines=lines, detail_blocks=[])
-    if callable(check.get("wrong")):
-        check["wrong"] = check["wrong"](out)
-    compare(name, out, expected, **check)
-    return report.totals()
+    report = trace(kernel, griddim, blockdim, *args, lines=lines,
+                   detail_blocks=None if detail_blocks is None else list(detail_blocks))
+    if expected is not None:
+        if callable(check.get("wrong")):
+            check["wrong"] = check["wrong"](out)
+        compare(name, out, expected, **check)
+    return report
+
+
+def trace_version(name: str, kernel, version, size: tuple, inputs: tuple, out, expected, *, lines: bool = False,
+                  **check) -> dict:
+    """:func:`traced` at registry ``version``'s launch for ``size``: its totals.
+
+    The launch is the version's own (``version.griddim(*size)`` blocks of ``version.threads``, arguments
+    ``version.args(*inputs, out)``), so a learner's ``kernel`` (None: the version's) is counted exactly where the
+    registry's is.  Defined for chapters 05, 09 and 10.
+    """
+    return traced(name, kernel or version.kernel, version.griddim(*size), version.threads,
+                  *version.args(*inputs, out), out=out, expected=expected, lines=lines, **check).totals()
 
 
 PER_REQUEST = ("ld sectors/req", "st sectors/req", "shared ld wavefronts/req", "shared st wavefronts/req")
 
 
-def per_request(totals: dict) -> dict:
-    """Sectors per global request and wavefronts per shared request from a Report's totals."""
+def per_request(totals) -> dict:
+    """Sectors per global request and wavefronts per shared request from a Report's totals (or the Report)."""
+    if hasattr(totals, "totals"):
+        totals = totals.totals()
     out = {}
     for key, num, den in (("ld sectors/req", "global_load_sectors", "global_load_requests"),
                           ("st sectors/req", "global_store_sectors", "global_store_requests"),
@@ -168,6 +185,26 @@ def per_request(totals: dict) -> dict:
         if totals.get(den):
             out[key] = totals[num] / totals[den]
     return out
+
+
+def counts_table(names, traced: dict, hardware: dict, case: str = "{}", columns=PER_REQUEST) -> display.Table:
+    """The tracer's counts per request of each launch ``traced[name]`` (totals) beside the H200's for ``names``.
+
+    ``hardware`` is Nsight Compute's counts per case (:func:`course.measure.measurements.hardware_counts`) and
+    ``case`` the case's name for a launch's name (``"transpose_{}"``); a case not measured says so.  Defined for
+    chapter 05.
+    """
+    from course.measure import measurements
+
+    rows = []
+    for name in names:
+        for who, totals in (("tracer (yours)", traced[name]), ("H200", hardware.get(case.format(name)))):
+            if totals is None:
+                rows.append([name, who, measurements.NOT_MEASURED])
+                continue
+            per = per_request(totals)
+            rows.append([name, who] + [display.fmt(per.get(c), ".2f") for c in columns])
+    return display.Table(["version", "source"] + list(columns), rows)
 
 
 @dataclass
