@@ -129,6 +129,25 @@ def test_resources_on_cpu_come_from_records():
             occ.resources(reduction.atomic_each)
 
 
+def test_recorded_is_the_latest_run_read_as_every_recorded_file(tmp_path):
+    from course.measure import measurements
+
+    def rec(run, date, regs, **more):
+        return {"benchmark": "occupancy", "variant": "kernel", "kernel": "k", "regs_per_thread": regs,
+                "shared_per_block": 0, "rows": [], "run": run, "date": date, **more}
+
+    path = tmp_path / "occupancy.json"
+    path.write_text(json.dumps([rec("old", "2026-11-01T00:00:00", 40), rec("new", "2026-11-02T00:00:00", 32),
+                                rec("dry", "2026-11-03T00:00:00", 99, dry_run=True),
+                                dict(rec("new", "2026-11-02T00:00:00", 0), variant="sweep")]))
+    # one run, the newest measured one: a kernel's registers come from one compiler, never two runs' mix
+    assert [(r["run"], r["regs_per_thread"]) for r in occ.recorded(path)] == [("new", 32)]
+    assert occ.recorded(tmp_path / "none.json") == []
+    path.write_text("[{")
+    with pytest.raises(measurements.MeasurementError, match="occupancy.json: not valid JSON"):
+        occ.recorded(path)
+
+
 def _driver_rows():
     if not occ.RECORDED.is_file():
         return []
