@@ -6,6 +6,7 @@ check before timing and the reading of recorded runs are tested on the CPU backe
 
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -341,15 +342,24 @@ def test_ncu_launches_is_the_one_reader_of_ncus_csv():
     text = ('==PROF== Connected\n"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
             '"1","k2","w","","n/a"\n"0","k","dram__bytes_read.sum","byte","1,024"\n"x","k3","a","","1"\n')
     assert cuda_tools.ncu_launches(text) == [
-        {"id": 0, "kernel": "k", "rows": [("dram__bytes_read.sum", "byte", "1,024")]},
-        {"id": 1, "kernel": "k2", "rows": [("w", "", "n/a")]}]
+        {"id": 0, "kernel": "k", "block": None, "grid": None, "rows": [("dram__bytes_read.sum", "byte", "1,024")]},
+        {"id": 1, "kernel": "k2", "block": None, "grid": None, "rows": [("w", "", "n/a")]}]
+    # ncu's own columns (it writes these with --csv --metrics): the launch shape is the launch's, not a row's
+    full = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"0","7","python","h","k(float*)","1","7","(128, 1, 1)","(264, 1, 1)","0","9.0","Command line profiler '
+            'metrics","sm__warps_active.avg.pct_of_peak_sustained_active","%","79.80"\n')
+    assert cuda_tools.ncu_launches(full) == [{"id": 0, "kernel": "k(float*)", "block": "(128, 1, 1)",
+                                              "grid": "(264, 1, 1)", "rows": [
+                                                  ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "79.80")]}]
     assert cuda_tools.ncu_launches("no table here") == []
     number = cuda_tools.ncu_number
     assert [number("1,024"), number(" 12.5 "), number("3.0"), number(""), number(None), number("n/a")] == [
         1024, 12.5, 3, None, None, "n/a"]
     assert isinstance(number("3.0"), int) and number("n/a", words=False) is None
     scripts = ROOT / "scripts" / "gpu"
-    copies = [p.name for p in scripts.glob("*.py") if "csv.DictReader" in p.read_text(encoding="utf-8")]
+    copies = [p.name for p in scripts.glob("*.py") if re.search(r"\bimport csv\b|\bcsv\.(DictReader|reader)\b",
+                                                                p.read_text(encoding="utf-8"))]
     assert not copies, f"these scripts read ncu's CSV themselves: use course.measure.cuda_tools.ncu_launches: {copies}"
 
 def test_import_records_takes_gpu_records_only_and_replaces_their_run(tmp_path):

@@ -357,6 +357,38 @@ def test_checks_select_by_where_combine_over_records_and_read_ncu_cases():
     assert any("under data/" in p for p in claims.validate([dict(_good(), check=dict(from_file, a={"file": "../x.json", "field": "f"}))]))
 
 
+def test_a_bool_is_no_number_unless_the_reference_reads_a_yes_no_outcome():
+    recs = claims.Records(records=[_rec("p", "lock", finished=True), _rec("p", "stuck", finished=False),
+                                   _rec("p", "odd", finished=1)], cases={})
+    plain = {"kind": "value", "a": {"benchmark": "p", "variant": "lock", "field": "finished"}, "range": [1, 1]}
+    assert claims.judge(plain, recs) == (None, None, None)  # True is not the number 1: nothing recorded to judge
+    yes_no = dict(plain, a=dict(plain["a"], yes_no=True))
+    assert claims.judge(yes_no, recs)[:2] == (1.0, "confirmed")
+    assert claims.judge(dict(yes_no, a=dict(yes_no["a"], variant="stuck")), recs)[:2] == (0.0, "corrected")
+    # a yes/no field that recorded a number is not a yes/no outcome
+    assert claims.judge(dict(yes_no, a=dict(yes_no["a"], variant="odd")), recs) == (None, None, None)
+    bad = dict(_good(), check=dict(yes_no, a=dict(yes_no["a"], yes_no="yes")))
+    assert any("yes_no must be true or false" in p for p in claims.validate([bad]))
+
+
+def test_a_field_of_a_corrupt_recorded_file_stops_the_check_and_names_the_file(monkeypatch, tmp_path):
+    from course.measure import measurements
+
+    (tmp_path / "data").mkdir()
+    report = tmp_path / "data" / "report.json"
+    report.write_text('{"registers": 40', encoding="utf-8")
+    monkeypatch.setattr(claims, "ROOT", tmp_path)
+    check = {"kind": "value", "a": {"file": "data/report.json", "field": "registers"}, "range": [0, 64]}
+    none = claims.Records(records=[], cases={})
+    # before, the ledger skipped such a file silently and left the claim pending
+    with pytest.raises(measurements.MeasurementError, match=r"report\.json: not valid JSON.*Restore it from git"):
+        claims.judge(check, none)
+    report.write_text('{"registers": 40}', encoding="utf-8")
+    assert claims.judge(check, none)[:2] == (40.0, "confirmed")
+    report.unlink()
+    assert claims.judge(check, none) == (None, None, None)  # not recorded yet: pending
+
+
 def test_arithmetic_checks_evaluate_numbers_only():
     assert claims._arith("32 * 33 / (32 * 32)") == 1.03125
     for bad in ("__import__('os')", "x + 1", "open('f')", ""):

@@ -518,3 +518,14 @@ def test_attribute_exemptions_are_still_needed():
     used = {(m, a) for m, p in MODULES.items() for _, _, a, _ in attribute_reaches(m, p.read_text("utf-8"), PRIVATES)}
     done = sorted(k for k in ATTRIBUTE_REACHES if k not in used)
     assert not done, f"no longer used across a module boundary: remove from ATTRIBUTE_REACHES: {done}"
+
+
+def test_shared_rules_are_defined_once():
+    """One rule in one place: the 'not measured yet' text, Script.optional, the number rule (a bool is none)."""
+    sources = {p: p.read_text(encoding="utf-8") for d in (COURSE, COURSE.parent / "scripts") for p in d.rglob("*.py")}
+    for pattern, where in ((r"^\s*NOT_MEASURED\s*=", "course/measure/measurements.py"),
+                           (r"^\s*def optional\(", "course/measure/bench_harness.py"),
+                           (r"^\s*def _?number\(", "course/measure/measurements.py")):
+        found = sorted(str(p.relative_to(COURSE.parent)) for p, text in sources.items()
+                       if re.search(pattern, text, flags=re.M))
+        assert found == [where], f"{pattern!r} should be defined once, in {where}: found in {found}"

@@ -129,6 +129,25 @@ def test_resources_on_cpu_come_from_records():
             occ.resources(reduction.atomic_each)
 
 
+def test_recorded_is_the_latest_run_read_as_every_recorded_file(tmp_path):
+    from course.measure import measurements
+
+    def rec(run, date, regs, **more):
+        return {"benchmark": "occupancy", "variant": "kernel", "kernel": "k", "regs_per_thread": regs,
+                "shared_per_block": 0, "rows": [], "run": run, "date": date, **more}
+
+    path = tmp_path / "occupancy.json"
+    path.write_text(json.dumps([rec("old", "2026-11-01T00:00:00", 40), rec("new", "2026-11-02T00:00:00", 32),
+                                rec("dry", "2026-11-03T00:00:00", 99, dry_run=True),
+                                dict(rec("new", "2026-11-02T00:00:00", 0), variant="sweep")]))
+    # one run, the newest measured one: a kernel's registers come from one compiler, never two runs' mix
+    assert [(r["run"], r["regs_per_thread"]) for r in occ.recorded(path)] == [("new", 32)]
+    assert occ.recorded(tmp_path / "none.json") == []
+    path.write_text("[{")
+    with pytest.raises(measurements.MeasurementError, match="occupancy.json: not valid JSON"):
+        occ.recorded(path)
+
+
 def _driver_rows():
     if not occ.RECORDED.is_file():
         return []
@@ -161,3 +180,72 @@ def test_gpu_script_dry_run(tmp_path):
     for name in ("occupancy_sweep", "occupancy_block_size"):
         records = json.loads((tmp_path / f"{name}.json").read_text())
         assert records and all(r["dry_run"] and r["ms"] is None for r in records)
+
+
+NCU_HEAD = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+
+
+def _ncu_row(launch, kernel, block, grid, metric, value):
+    return (f'"{launch}","4242","python3","host","{kernel}","1","7","{block}","{grid}","0","9.0",'
+            f'"Command line profiler metrics","{metric}","%","{value}"')
+
+
+def _record_achieved(tmp_path, text):
+    """The script's records and problems for ncu output ``text``: the script imported in a child (a dry run, so
+    on the CPU engine whatever this process chose), its record_achieved fed ``text``."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "measure_occupancy.py"
+    (tmp_path / "ncu.csv").write_text(text)
+    code = (
+        "import importlib.util, json, sys\n"
+        f"sys.argv = ['measure_occupancy.py', '--dry-run', '--out', {str(tmp_path / 'out')!r}]\n"
+        f"spec = importlib.util.spec_from_file_location('measure_occupancy', {str(script)!r})\n"
+        "mod = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(mod)\n"
+        f"ach = mod.record_achieved(open({str(tmp_path / 'ncu.csv')!r}).read())\n"
+        "print('RESULT', json.dumps({'records': ach.records, 'errors': mod.ERRORS}))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, COURSE_BACKEND="cpu"))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout.split("RESULT ", 1)[1])
+
+
+def test_achieved_occupancy_reads_ncus_csv_through_the_one_parser(tmp_path):
+    """measure_occupancy.py's ncu step on a hand-written ``ncu --csv --metrics`` table: two probe launches, then the
+    six measured ones; each measured launch is recorded under its label with ncu's block, grid and percentages."""
+    achieved, theoretical = "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct"
+    rows = [NCU_HEAD, '==PROF== a line ncu writes among its table is no launch',
+            _ncu_row(0, "probe(float*)", "(128, 1, 1)", "(1, 1, 1)", achieved, "3.1"),
+            _ncu_row(1, "probe(float*)", "(1024, 1, 1)", "(1, 1, 1)", achieved, "2.5")]
+    measured = [("atomic_b64(float*)", "(64, 1, 1)", "(16384, 1, 1)", "79.80", "100"),
+                ("atomic_b256(float*)", "(256, 1, 1)", "(4096, 1, 1)", "88.1", "100"),
+                ("grid_stride(float*)", "(256, 1, 1)", "(528, 1, 1)", "n/a", "100"),
+                ("gs_w4u4(float*)", "(256, 1, 1)", "(1056, 1, 1)", "93.25", "100"),
+                ("gs_w4u4(float*)", "(1024, 1, 1)", "(264, 1, 1)", "91", "100"),
+                ("gs_w1u1(float*)", "(128, 1, 1)", "(264, 1, 1)", "12.5", "25")]
+    for k, (kernel, block, grid, ach, theo) in enumerate(measured, start=2):
+        rows += [_ncu_row(k, kernel, block, grid, theoretical, theo), _ncu_row(k, kernel, block, grid, achieved, ach)]
+    got = _record_achieved(tmp_path, "==PROF== Connected to process 4242\n" + "\n".join(rows) + "\n")
+    assert got["errors"] == []
+    recs = got["records"]
+    assert [r["variant"] for r in recs][::5] == ["atomic_b64 at 2^20", "grid_stride w1 u1, 128 threads, 2 blocks/SM, 2^26"]
+    assert [(r["kernel"], r["block"], r["grid"], r["achieved_pct"], r["theoretical_pct"]) for r in recs] == [
+        ("atomic_b64(float*)", "(64, 1, 1)", "(16384, 1, 1)", 79.8, 100.0),
+        ("atomic_b256(float*)", "(256, 1, 1)", "(4096, 1, 1)", 88.1, 100.0),
+        ("grid_stride(float*)", "(256, 1, 1)", "(528, 1, 1)", None, 100.0),  # ncu's n/a: not measured
+        ("gs_w4u4(float*)", "(256, 1, 1)", "(1056, 1, 1)", 93.25, 100.0),
+        ("gs_w4u4(float*)", "(1024, 1, 1)", "(264, 1, 1)", 91.0, 100.0),
+        ("gs_w1u1(float*)", "(128, 1, 1)", "(264, 1, 1)", 12.5, 25.0)]
+    assert [r["size"] for r in recs] == [[1 << 20]] * 3 + [[1 << 26]] * 3 and all(r["source"] == "ncu" for r in recs)
+
+
+def test_achieved_occupancy_records_nothing_when_ncu_saw_fewer_launches(tmp_path):
+    rows = [NCU_HEAD] + [_ncu_row(k, "k(float*)", "(64, 1, 1)", "(8, 1, 1)", "m", "1") for k in range(5)]
+    got = _record_achieved(tmp_path, "\n".join(rows) + "\n")
+    assert got["records"] == [] and len(got["errors"]) == 1
+    assert "5 launch(es), fewer than the 6 measured ones; nothing recorded" in got["errors"][0]

@@ -106,6 +106,18 @@ def test_latest_records_keep_one_run_per_benchmark(tmp_path):
     assert measurements.record(measurements.load("b", tmp_path), "missing") is None
 
 
+def test_a_number_is_a_real_number_and_a_bool_is_not():
+    """The one rule the ledger, the lab's predictions and the look-ups share: True is not the count 1."""
+    import numpy as np
+
+    from course.measure import measurements
+
+    numbers = [3, 2.5, np.int32(4), np.float32(0.5), -0.0]
+    assert [measurements.number(x) for x in numbers] == [3.0, 2.5, 4.0, 0.5, 0.0]
+    assert all(type(measurements.number(x)) is float for x in numbers)
+    assert [measurements.number(x) for x in (True, False, np.True_, "3", None, [1], {"a": 1})] == [None] * 7
+
+
 def test_the_ledger_reads_through_the_same_reader_and_stops_at_a_corrupt_file(tmp_path):
     from course.measure import claims, measurements
 

@@ -18,7 +18,8 @@ states.  A reference (``a``, ``b``) names a record of ``data/measurements/<bench
 (``sum``/``max``/``min``/``count`` of the field over every matching record of the newest run), or a case of
 the Nsight Compute validation run (``data/tracer_validation.json``) by ``case`` and ``field``
 (``["ncu", "shared_load_wavefronts"]``), or a field of another recorded JSON file under ``data/`` by
-``file`` and ``field``; ``scale`` multiplies the value.  Kinds:
+``file`` and ``field``; ``scale`` multiplies the value.  A bool is no number (:func:`measurements.number`) but
+where the reference says ``"yes_no": true``: then true is 1, false 0.  Files are read by ``measurements``.  Kinds:
 
 - ``value`` (a), ``ratio`` (a / b), ``loss`` (1 - b / a), ``attribute`` (a device attribute, ``name``);
 - ``arithmetic``: ``expr``, plain arithmetic on numbers the claim itself states (launch sizes, padding);
@@ -59,7 +60,7 @@ import sys
 
 from course import chapters
 from course.measure import measurements
-from course.measure.measurements import NOT_MEASURED  # the one text for a value no run recorded
+from course.measure.measurements import NOT_MEASURED, number  # the one text for 'not measured', the one number rule
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLAIMS = ROOT / "data" / "claims.json"
@@ -156,6 +157,8 @@ def _ref_problems(ref, side) -> list:
         return [f"check.{side}.where must be an object"]
     if ref.get("over") not in (None, "sum", "max", "min", "count"):
         return [f"check.{side}.over must be sum, max, min or count"]
+    if not isinstance(ref.get("yes_no", False), bool):
+        return [f"check.{side}.yes_no must be true or false"]
     return []
 
 
@@ -318,10 +321,11 @@ def _dig(obj, field):
     return obj
 
 
-def _number(value):
-    if isinstance(value, bool):
-        return float(value)
-    return float(value) if isinstance(value, (int, float)) else None
+def _value(ref, raw):
+    """A recorded field as a number (a bool is none); a yes/no outcome (``"yes_no": true``): a bool as 1.0 / 0.0."""
+    if ref.get("yes_no"):
+        return float(raw) if isinstance(raw, bool) else None
+    return number(raw)
 
 
 def _field_name(field) -> str:
@@ -339,18 +343,14 @@ def _resolve(store: Records, ref, run=ANY_RUN):
 
 def _resolve1(store: Records, ref, run=ANY_RUN):
     if "file" in ref:  # another recorded file of data/ (a compiler report, say): a field of its JSON
-        path = ROOT / ref["file"]
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None, None, None
-        value = _number(_dig(data, ref["field"]))
+        data = measurements.read_json(ROOT / ref["file"], made_by="re-run the scripts/gpu/ script that records it")
+        value = _value(ref, _dig(data, ref["field"]))
         if value is None:
             return None, None, None
         return value, None, f"{ref['file']}: {_field_name(ref['field'])}"
     if "case" in ref:
         case = store.cases.get(ref["case"])
-        value = _number(_dig(case, ref["field"])) if case else None
+        value = _value(ref, _dig(case, ref["field"])) if case else None
         if value is None:
             return None, None, None
         prov = store.validation_provenance
@@ -367,7 +367,7 @@ def _resolve1(store: Records, ref, run=ANY_RUN):
             f"data/measurements/{rec['_file']}: every {ref['variant']!r} record{at} of run {rec.get('run', '?')} "
             f"({rec.get('device', '?')}, {str(rec.get('date', '?'))[:10]}), {ref['over']} of {_field_name(ref['field'])}")
     rec = store.find(ref, run)
-    value = _number(_dig(rec, ref["field"])) if rec else None
+    value = _value(ref, _dig(rec, ref["field"])) if rec else None
     if value is None:
         return None, None, None
     return value, rec.get("run"), (
@@ -387,7 +387,7 @@ def _aggregate(store: Records, ref, run=ANY_RUN):
     vals = []
     for r in recs:
         v = _dig(r, ref["field"])
-        v = len(v) if isinstance(v, (list, dict)) else _number(v)
+        v = len(v) if isinstance(v, (list, dict)) else _value(ref, v)
         if v is None:
             return newest, None
         vals.append(v)

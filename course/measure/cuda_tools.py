@@ -33,9 +33,10 @@ def find_tool(name: str) -> Optional[str]:
 
 
 def ncu_launches(text: str) -> list:
-    """The launches of ``ncu --csv`` output in ID order, ``[{"id": n, "kernel": name, "rows": [(metric, unit,
-    value text)]}]``: the one reader of ncu's CSV (its table starts at the line that begins with ``"ID"``); each
-    script shapes the launches as its records need (:func:`parse_ncu_csv` is the course's shape)."""
+    """The launches of ``ncu --csv`` output in ID order, ``[{"id": n, "kernel": name, "block": text, "grid": text,
+    "rows": [(metric, unit, value text)]}]``: the one reader of ncu's CSV (its table starts at the line that begins
+    with ``"ID"``); ``block`` and ``grid`` are ncu's ``"(256, 1, 1)"``, None where its table has no such column;
+    each script shapes the launches as its records need (:func:`parse_ncu_csv` is the course's shape)."""
     import csv
     import io
 
@@ -49,7 +50,8 @@ def ncu_launches(text: str) -> list:
             key = int(row["ID"])
         except (KeyError, TypeError, ValueError):
             continue
-        d = launches.setdefault(key, {"id": key, "kernel": row.get("Kernel Name", ""), "rows": []})
+        d = launches.setdefault(key, {"id": key, "kernel": row.get("Kernel Name", ""), "block": row.get("Block Size"),
+                                      "grid": row.get("Grid Size"), "rows": []})
         d["rows"].append((row.get("Metric Name", ""), row.get("Metric Unit", ""), row.get("Metric Value")))
     return [launches[k] for k in sorted(launches)]
 

@@ -10,6 +10,7 @@ Defined for chapter 05 (notebooks/05_transpose.ipynb).
 from __future__ import annotations
 
 import json
+import numbers
 import pathlib
 from typing import Iterable, Optional
 
@@ -22,24 +23,44 @@ class MeasurementError(ValueError):
     """A measurements file that cannot be read; the message names the file and what is wrong."""
 
 
+def number(x) -> Optional[float]:
+    """``x`` as a float when it is a real number, else None: a bool (``True``, ``np.True_``), a text, None or a
+    list is not a number (``True`` is not 1 measured, nor a prediction of 1).  The one rule for "is this a
+    number?" that the ledger, the lab's predictions and the record look-ups share."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):  # numpy's integers and floats are Real, np.bool_ not
+        return None
+    return float(x)
+
+
 def path(benchmark: str, data_dir=None) -> pathlib.Path:
     """Where the records of ``benchmark`` live."""
     return pathlib.Path(data_dir or DATA_DIR) / f"{benchmark}.json"
 
 
-def read(p: pathlib.Path) -> list:
-    """The JSON list of records in file ``p`` as written, or [] when it does not exist.
+def read_json(p, *, made_by: str = "re-run the benchmark"):
+    """The JSON value in recorded file ``p`` (under ``data/``), or None when the file does not exist.
 
-    The one place a recorded file is parsed: a file that is not a JSON list raises
-    :class:`MeasurementError` naming the file and what to do, never a silent skip.
+    The one place a recorded file is parsed: a file that is not valid JSON raises :class:`MeasurementError`
+    naming the file and what to do (``made_by``: what writes it), never a silent skip.
     """
     p = pathlib.Path(p)
     if not p.exists():
-        return []
+        return None
     try:
-        records = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or re-run the benchmark.") from e
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or {made_by}.") from e
+
+
+def read(p: pathlib.Path) -> list:
+    """The JSON list of records in file ``p`` as written, or [] when it does not exist.
+
+    Read by :func:`read_json`: a file that is not a JSON list raises :class:`MeasurementError` naming the
+    file and what to do, never a silent skip.
+    """
+    records = read_json(p)
+    if records is None:
+        return []
     if not isinstance(records, list):
         raise MeasurementError(f"{p}: expected a JSON list of records, found {type(records).__name__}. "
                                f"Restore it from git or re-run the benchmark.")
@@ -222,13 +243,9 @@ def validation_run(p=None) -> tuple:
     file of another shape raises :class:`MeasurementError` naming it.
     """
     p = pathlib.Path(p or VALIDATION)
-    if not p.exists():
+    data = read_json(p, made_by="re-run scripts/gpu/validate_tracer.py")
+    if data is None:
         return {}, {}
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise MeasurementError(f"{p}: not valid JSON ({e}). Restore it from git or re-run "
-                               f"scripts/gpu/validate_tracer.py.") from e
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise MeasurementError(f"{p}: expected {{\"provenance\": ..., \"cases\": [...]}} as "
                                f"scripts/gpu/validate_tracer.py writes it, found "
@@ -240,5 +257,5 @@ def validation_run(p=None) -> tuple:
 def hardware_counts(p=None) -> dict:
     """Nsight Compute's integer counts per case name from the validation run (``ncu``), or {} when not measured."""
     cases, _prov = validation_run(p)
-    return {name: {k: int(v) for k, v in c["ncu"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {name: {k: int(v) for k, v in c["ncu"].items() if number(v) is not None}
             for name, c in cases.items() if isinstance(c.get("ncu"), dict)}

@@ -22,12 +22,12 @@ Defined for chapter 06 (notebooks/06_occupancy_latency.ipynb).
 
 from __future__ import annotations
 
-import json
 import pathlib
 from dataclasses import dataclass, field
 
 import course  # (chooses the backend before numba is imported)
 from course import device as _dev
+from course.measure import measurements
 
 MEASUREMENTS = pathlib.Path(__file__).resolve().parents[2] / "data" / "measurements"
 RECORDED = MEASUREMENTS / "occupancy.json"
@@ -232,11 +232,14 @@ def resources(kernel, signature=None, *, name=None) -> Resources:
     )
 
 
-def recorded() -> list:
-    """The per-kernel records of the last GPU run of measure_occupancy.py ([] when not measured yet)."""
-    if not RECORDED.is_file():
-        return []
-    return [r for r in json.loads(RECORDED.read_text()) if r.get("variant") == "kernel"]
+def recorded(path=None) -> list:
+    """The per-kernel records of the last GPU run of measure_occupancy.py ([] when not measured yet).
+
+    Read as every recorded file is (:mod:`course.measure.measurements`: a corrupt file raises, naming it; dry
+    runs are left out), and one run only, the latest (:func:`~course.measure.measurements.latest_run`), so
+    that a kernel's registers and the driver's figures come from one compiler and one driver."""
+    records = measurements.measured_only(measurements.read(RECORDED if path is None else path))
+    return [r for r in measurements.latest_run(records) if r.get("variant") == "kernel"]
 
 
 def driver_blocks_per_sm(kernel, threads_per_block: int, dynamic_shared: int = 0, signature=None) -> int:

@@ -16,7 +16,6 @@ Defined for chapter 01 (notebooks/01_programming_model.ipynb); every chapter 01â
 
 from __future__ import annotations
 
-import numbers
 import os
 import statistics
 from dataclasses import dataclass
@@ -25,18 +24,12 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 import course  # (chooses the backend before numba is imported)
+from course.measure.measurements import number
 from course.show import display
 
 
-def _number(x):
-    """``x`` as a float when it is a real number (a bool or a text is not), else None."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, np.integer, np.floating)):
-        return None
-    return float(x)
-
-
 def _shown(x) -> str:
-    return f"{round(float(x), 6):g}" if _number(x) is not None else str(x)
+    return f"{round(float(x), 6):g}" if number(x) is not None else str(x)
 
 
 def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts", *,
@@ -49,7 +42,7 @@ def verdict(question: str, yours, actual, why: str, by: str = "the tracer counts
     if yours is None:
         return (f"{question}: write your prediction (a number) in the cell and run it again; "
                 f"the answer stays hidden until then.")
-    mine, real = _number(yours), _number(actual)
+    mine, real = number(yours), number(actual)
     if mine is None:
         return (f"{question}: you wrote {yours!r}, which is not a number. Write a number (for example "
                 f"my_prediction = 12, no quotes) and run the cell again; the answer stays hidden until then.")

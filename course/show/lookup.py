@@ -23,8 +23,8 @@ L2_RESIDENT_BYTES = 16 * 2**20
 
 def ratio(a, b) -> Optional[float]:
     """``a / b`` when both are numbers and ``b`` is not 0, else None (a figure that was not measured)."""
-    real = lambda x: isinstance(x, numbers.Real) and not isinstance(x, bool)  # noqa: E731
-    return a / b if real(a) and real(b) and b else None
+    a, b = measurements.number(a), measurements.number(b)
+    return a / b if a is not None and b else None
 
 
 def regime(nbytes: int) -> str:
@@ -82,7 +82,7 @@ class Run:
         if not rec:
             return []
         st = {name.split("stalled_")[1].split("_per_issue")[0]: v for name, v in (rec.get("metrics") or {}).items()
-              if "issue_stalled" in name and isinstance(v, numbers.Real) and not isinstance(v, bool)}
+              if "issue_stalled" in name and measurements.number(v) is not None}
         return sorted(st.items(), key=lambda kv: -kv[1])[:top]
 
 

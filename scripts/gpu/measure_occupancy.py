@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 
 from course.measure import bench, cuda_tools, occupancy  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
+from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
 
 H = Script(__doc__, "occupancy", reps=10)
 ARGS, GPU, log = H.args, H.gpu, H.log
@@ -330,8 +331,6 @@ print("launched", len(runs))
 
 def achieved_occupancy(out_dir):
     """Run the ACHIEVED launches under ncu and record achieved vs theoretical occupancy (GPU only)."""
-    import csv
-
     if not GPU:
         return
     ncu = cuda_tools.find_tool("ncu")
@@ -351,26 +350,32 @@ def achieved_occupancy(out_dir):
         return
     finally:
         child.unlink(missing_ok=True)
-    rows = [r for r in csv.reader(line for line in res.stdout.splitlines() if line.startswith('"'))]
-    if not rows:
+    if not ncu_launches(res.stdout):
         ERRORS.append(f"achieved occupancy: no ncu output (rc {res.returncode}): {res.stderr[-500:]}")
         return
-    head, body = rows[0], rows[1:]
-    col = {name: i for i, name in enumerate(head)}
-    per_launch = {}
-    for r in body:
-        key = int(r[col["ID"]])
-        per_launch.setdefault(key, {"kernel": r[col["Kernel Name"]], "block": r[col.get("Block Size", 0)],
-                                    "grid": r[col.get("Grid Size", 0)]})
-        per_launch[key][r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", ""))
-    launches = [per_launch[k] for k in sorted(per_launch)]
-    measured = launches[-len(ACHIEVED):]  # the first launches are the occ() probes' runs
+    record_achieved(res.stdout)
+
+
+def record_achieved(text):
+    """Record the ACHIEVED launches of ncu's CSV ``text`` (benchmark ``occupancy_achieved``) and return the Bench.
+
+    ncu profiled every launch of the child: the occ() probes' runs first, then one launch per ACHIEVED entry,
+    so the last len(ACHIEVED) launches are the measured ones, in ACHIEVED's order. Fewer launches than that: a
+    problem, and nothing recorded (a label must never name another launch's figures)."""
     ach = H.bench("occupancy_achieved")
-    for (label, _src, n), m in zip(ACHIEVED, measured):
-        ach.record(label, None, size=[n], dtype="float32", kernel=m["kernel"][:120], block=m["block"], grid=m["grid"],
-                   achieved_pct=m.get(NCU_METRICS[0]), theoretical_pct=m.get(NCU_METRICS[1]), source="ncu")
+    launches = ncu_launches(text)
+    if len(launches) < len(ACHIEVED):
+        ERRORS.append(f"achieved occupancy: ncu reported {len(launches)} launch(es), fewer than the {len(ACHIEVED)} "
+                      f"measured ones; nothing recorded (see the child's output under ncu)")
+        return ach
+    for (label, _src, n), launch in zip(ACHIEVED, launches[-len(ACHIEVED):]):
+        m = {name: ncu_number(value, words=False) for name, _unit, value in launch["rows"]}
+        pct = [None if m.get(name) is None else float(m[name]) for name in NCU_METRICS]
+        ach.record(label, None, size=[n], dtype="float32", kernel=launch["kernel"][:120], block=launch["block"],
+                   grid=launch["grid"], achieved_pct=pct[0], theoretical_pct=pct[1], source="ncu")
     for r in ach.records:
         log(f"ncu: {r['variant']:52} achieved {r['achieved_pct']}% of theoretical {r['theoretical_pct']}%")
+    return ach
 
 
 def main():
