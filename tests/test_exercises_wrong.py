@@ -55,6 +55,7 @@ EXPECT_A = {
     "07.min_max_blocks": ("fail", ["correct result", "is 0, expected"], ["+inf"]),  # a padded 0 wins
     "07.exclusive_scan": ("fail", ["correct result"], ["inclusive"]),
     "07.block_sums_sequential": ("partial", ["little warp divergence", "6.00 per warp"], ["0 .. stride - 1"]),
+    "07.block_sums_unrolled": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
     "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
@@ -105,6 +106,8 @@ EXPECT_B = {
     "07.exclusive_scan": ("fail", ["correct result", "no race between threads", "s[t] += s[t - d]"], ["wait"]),
     "07.block_sums_sequential": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"],
                                  ["block_strided"]),
+    # thread 0 alone: each load a request of one lane, 1 sector (coalesced by sectors per request), n requests
+    "07.block_sums_unrolled": ("partial", ["{n} global load requests for {n} elements"], ["few lanes"]),
     "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),

@@ -1,6 +1,7 @@
 """Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
 block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), each block's minimum and maximum in one fused
-tree, and block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits)."""
+tree, block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits), and
+the same sums with four independent accumulators per thread (judged on load requests per element)."""
 
 from __future__ import annotations
 
@@ -348,4 +349,68 @@ register(Exercise(
                 "from all 256 values."),
     hint_oob="Guard both loads: the last block's elements may run past a.shape[0], its second half first.",
     stub_hint="two guarded loads added in a register; a shared tree, halving the active threads each step; thread 0 writes",
+))
+
+
+# 07 -- §7: four independent accumulators per thread, each element loaded once in a coalesced request
+
+UN_TPB = 128
+UN_K = 4
+UN_PER_BLOCK = UN_K * UN_TPB  # 512 elements per block
+
+
+def _un_input(rng, n, why):
+    inp = _sq_input(rng, n, why)  # the same sums of 512 elements per block, launched with 128 threads
+    return Input(inp.label, inp.griddim, (UN_TPB,), inp.args, inp.expected, inp.names)
+
+
+def _un_inputs(rng):
+    return [
+        _un_input(rng, 1, "one element"),
+        _un_input(rng, 130, "one block, two accumulators short"),
+        _un_input(rng, UN_PER_BLOCK, "exactly one block"),
+        _un_input(rng, 2 * UN_PER_BLOCK + 385, "two blocks and 385 elements"),
+        _un_input(rng, random_size(rng, 2000, 4000), "random"),
+    ]
+
+
+def _load_requests_at_most_one_per_32():
+    from course.exercises.contract import Property
+
+    def measure(report, extra):
+        n = extra["input"].args[0].size
+        got, most = report.totals()["global_load_requests"], ceil_div(n, 32)
+        return got <= most, (f"{got} global load requests for {n} elements: {got / max(n, 1):.4f} per element "
+                             f"(want at most {most}: 1/32 per element)")
+
+    return Property("each element loaded once, 32 to a request: at most 1/32 load request per element", measure,
+                    "Count the loads: every element of a should be read exactly once, by a warp request whose 32 "
+                    "lanes read 32 neighbouring elements. Are some elements read twice, or by a request of few lanes?")
+
+
+register(Exercise(
+    name="07.block_sums_unrolled",
+    title="Block sums with four independent accumulators per thread",
+    signature="block_sums_unrolled(a, out)",
+    task=(f"Write `block_sums_unrolled(a, out)`: out[b] = a[512b] + ... + a[512b + 511] (elements past the end "
+          f"count as 0), launched with threads_per_block = {UN_TPB} and blocks_per_grid = ceil(n / {UN_PER_BLOCK}). "
+          f"As `unrolled` does in chapter 07 §7 (loop unrolling, 循环展开), each thread keeps {UN_K} independent "
+          f"accumulators (独立累加器): thread t of block b loads a[512b + t], a[512b + 128 + t], a[512b + 256 + t] "
+          "and a[512b + 384 + t] into four separate sums, so that the four loads are in flight at once; then the "
+          "block adds its 128 thread sums (a shared-memory tree, or shuffles) and one thread writes out[b]. No "
+          "atomics. Each element is loaded once, in coalesced requests (合并访存)."),
+    make_inputs=_un_inputs,
+    make_trace_input=lambda rng: _un_input(rng, trace_size(rng, 4 * UN_PER_BLOCK, UN_PER_BLOCK), "whole blocks"),
+    properties=(
+        coalesced("load", hint="Thread t's four elements are 128 apart. If thread t takes a[4t] .. a[4t + 3] "
+                               "instead, the lanes of one load are 16 bytes apart: 16 sectors per request."),
+        _load_requests_at_most_one_per_32(),
+        no_atomics("global"),
+        no_races(),
+    ),
+    hint_wrong=("Every element must be counted once: guard each of the four loads on its own (the last block may "
+                "end inside any of its four quarters), and let every thread bring its sum, 0 or not, into the "
+                "block's total."),
+    hint_oob="Guard each of the four loads separately: the last block's quarters may run past a.shape[0].",
+    stub_hint="four guarded loads 128 apart into four sums; add the block's 128 sums; one thread writes out[b]",
 ))
