@@ -40,6 +40,8 @@ EXPECT_A = {
     "03.aos_to_soa": ("partial", ["coalesced global loads", "32.00 sectors per request"], ["float k"]),
     "04.stencil_1d": ("partial", ["uses shared memory", "reads global memory about once"], ["tile"]),
     "04.histogram": ("partial", ["uses shared memory", "{n} atomic operations"], ["shared"]),
+    # ptxas merges the unpadded tile's 8 reads into two 16-byte loads, which conflict 2-way (8-way as 4-byte reads)
+    "04.segment_sums": ("partial", ["no bank conflicts on the tile's strided read", "-way bank conflict"], ["gcd(8, 32)"]),
     "05.transpose_padded": ("fail", ["correct result", "2 x 17x16", "no race between threads"], ["wait"]),
     "05.transpose_swizzled": ("partial", ["4224 bytes of shared memory"], ["swizzle"]),
     "05.transpose_mine": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["store"]),
@@ -53,6 +55,8 @@ EXPECT_A = {
     "07.inclusive_scan": ("fail", ["correct result", "no race between threads"], ["wait"]),
     "07.min_max_blocks": ("fail", ["correct result", "is 0, expected"], ["+inf"]),  # a padded 0 wins
     "07.exclusive_scan": ("fail", ["correct result"], ["inclusive"]),
+    "07.block_sums_sequential": ("partial", ["little warp divergence", "6.00 per warp"], ["0 .. stride - 1"]),
+    "07.block_sums_unrolled": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
     "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
@@ -86,6 +90,7 @@ EXPECT_B = {
     "03.aos_to_soa": ("error", ["out of bounds", "q[i, f]"], ["8n floats"]),
     "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
     "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
+    "04.segment_sums": ("fail", ["correct result", "n=296"], ["read back at the same place"]),
     "05.transpose_padded": ("partial", ["2.00 wavefronts per request", "2-way bank conflict"], ["bank"]),
     "05.transpose_swizzled": ("fail", ["never written", "no race between threads"], ["wait"]),
     "05.transpose_mine": ("fail", ["never written", "1x33"], ["tile row and column"]),
@@ -101,6 +106,10 @@ EXPECT_B = {
     "07.inclusive_scan": ("fail", ["correct result", "n=1"], ["2d elements"]),
     "07.min_max_blocks": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"], ["bank"]),
     "07.exclusive_scan": ("fail", ["correct result", "no race between threads", "s[t] += s[t - d]"], ["wait"]),
+    "07.block_sums_sequential": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"],
+                                 ["block_strided"]),
+    # thread 0 alone: each load a request of one lane, 1 sector (coalesced by sectors per request), n requests
+    "07.block_sums_unrolled": ("partial", ["{n} global load requests for {n} elements"], ["few lanes"]),
     "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),

@@ -1,5 +1,6 @@
 """Chapter 04: shared memory (共享内存) — row sums through a conflict-free tile (padded, then swizzled), a 1-D
-stencil through a tile with a halo, and a histogram privatised in shared memory (judged on global atomics, on skewed data)."""
+stencil through a tile with a halo, a histogram privatised in shared memory (judged on global atomics, on skewed
+data), and segment sums whose stride-8 read of a tile is made conflict-free (padding, or an odd stride)."""
 
 from __future__ import annotations
 
@@ -227,4 +228,67 @@ register(Exercise(
                 "column it was stored in, with the row's own r. Rows past the end of a count as 0."),
     hint_oob="Guard the loads: the last block's rows may run past a.shape[0], and its sums past out.",
     stub_hint="store each element at its swizzled column; syncthreads; lane tx reads row tx through the same swizzle",
+))
+
+
+# 04 -- segment sums: a strided read of a shared tile, made conflict-free by padding or an odd stride (§2, §3)
+
+SG_LEN = 8  # floats per segment: lane t reads words 8t .. 8t + 7 of the tile, stride 8
+SG_TPB = 128
+SG_PER_BLOCK = SG_LEN * SG_TPB  # 1024 floats per block
+
+
+def _sg_input(rng, m, why):
+    x = f32(rng, m * SG_LEN)
+    out = np.full(m, np.nan, np.float32)
+    want = x.astype(np.float64).reshape(m, SG_LEN).sum(axis=1).astype(np.float32)
+    return Input(f"n={m * SG_LEN} ({m} segments, {why})", (ceil_div(m, SG_TPB),), (SG_TPB,), (x, out), {1: want},
+                 ("x", "out"))
+
+
+def _sg_inputs(rng):
+    return [
+        _sg_input(rng, 1, "one segment"),
+        _sg_input(rng, 37, "prime, less than one block"),
+        _sg_input(rng, SG_TPB, "exactly one block"),
+        _sg_input(rng, SG_TPB + 3, "one block and 3 segments"),
+        _sg_input(rng, random_size(rng, 200, 500), "random"),
+    ]
+
+
+register(Exercise(
+    name="04.segment_sums",
+    title="Segment sums: a strided read of a shared tile without bank conflicts",
+    signature="segment_sums(x, out)",
+    task=(f"Write `segment_sums(x, out)`: out[i] = x[8i] + x[8i + 1] + ... + x[8i + 7], for a float32 vector x of "
+          f"8m elements and m segments (分段求和). It is launched with threads_per_block = {SG_TPB} and "
+          f"blocks_per_grid = ceil(m / {SG_TPB}): block b sums segments {SG_TPB}b .. {SG_TPB}b + {SG_TPB - 1}, "
+          f"thread t of it segment {SG_TPB}b + t. Thread t reading x[8i + k] itself puts its lanes 32 bytes apart: "
+          f"not coalesced. Instead let the block copy its {SG_PER_BLOCK} floats into a cuda.shared.array with "
+          "coalesced loads, wait, and let thread t add up its 8 words of the tile. Read as they are, those words "
+          "are 8 apart: a stride of 8 words, an 8-way bank conflict by §3's rule (存储体冲突; where the compiler "
+          "merges the 8 reads into 16-byte loads, still a 2-way one). Lay the tile out so that each request of "
+          "that read takes the fewest wavefronts its bytes need (an odd stride between segments, or a pad word "
+          "after every 32)."),
+    make_inputs=_sg_inputs,
+    make_trace_input=lambda rng: _sg_input(rng, trace_size(rng, 2 * SG_TPB), "whole warps"),
+    properties=(
+        coalesced("load", hint="Thread t reading x[8i + k] makes neighbouring lanes 8 floats apart: every lane "
+                               "its own 32-byte sector. Copy the block's floats into shared memory first, with "
+                               "neighbouring lanes on neighbouring elements."),
+        coalesced("store"),
+        uses_shared(),
+        conflict_free("load", name="no bank conflicts on the tile's strided read (存储体冲突)",
+                      hint="Thread t reads words 8t + k: lanes t and t + 4 are 32 words apart, in the same bank, "
+                           "8 lanes per bank (§3: gcd(8, 32) = 8). §3 says which strides are free. Either give "
+                           "each segment 9 words, or insert one unused word after every 32 so that word w "
+                           "moves to w + w // 32."),
+        no_races(),
+    ),
+    hint_wrong=("Check the last, partial block (m is not always a multiple of 128): every segment below m must "
+                "be loaded and summed, nothing past the end touched, and the tile read back at the same place "
+                "each word was stored (with the padding or the stride it was stored with)."),
+    hint_oob="The last block covers floats past the end of x when m is not a multiple of 128: guard the loads "
+             "and the stores of out.",
+    stub_hint="copy the block's 1024 floats into a padded shared tile, syncthreads, then thread t sums its 8 words",
 ))

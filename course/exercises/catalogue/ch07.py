@@ -1,5 +1,7 @@
 """Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
-block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), and each block's minimum and maximum in one fused tree."""
+block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), each block's minimum and maximum in one fused
+tree, block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits), and
+the same sums with four independent accumulators per thread (judged on load requests per element)."""
 
 from __future__ import annotations
 
@@ -284,4 +286,131 @@ register(Exercise(
                 "value is off by its own element, you wrote the inclusive scan."),
     hint_oob="Guard the load of a and the store of out; a thread at position t < d has no left partner.",
     stub_hint="an inclusive scan in shared memory, then each thread writes its left neighbour's value (0 first)",
+))
+
+
+# 07 -- §6: a block tree with sequential addressing, two elements per thread added on the way in
+
+SQ_TPB = 256
+SQ_PER_BLOCK = 2 * SQ_TPB
+
+
+def _sq_input(rng, n, why):
+    a = f32(rng, n)
+    blocks = ceil_div(n, SQ_PER_BLOCK)
+    out = np.full(blocks, np.nan, np.float32)
+    padded = np.zeros(blocks * SQ_PER_BLOCK, np.float64)
+    padded[:n] = a
+    want = padded.reshape(blocks, SQ_PER_BLOCK).sum(axis=1).astype(np.float32)
+    return Input(f"n={n} ({why})", (blocks,), (SQ_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _sq_inputs(rng):
+    return [
+        _sq_input(rng, 1, "one element"),
+        _sq_input(rng, 300, "one block, its second half short"),
+        _sq_input(rng, SQ_PER_BLOCK, "exactly one block"),
+        _sq_input(rng, 3 * SQ_PER_BLOCK + 7, "three blocks and 7 elements"),
+        _sq_input(rng, random_size(rng, 2000, 4000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.block_sums_sequential",
+    title="Block sums of 512 elements: a tree with sequential addressing",
+    signature="block_sums_sequential(a, out)",
+    task=(f"Write `block_sums_sequential(a, out)`: out[b] = a[512b] + ... + a[512b + 511] for a float32 vector a "
+          f"(elements past the end count as 0). It is launched with threads_per_block = {SQ_TPB} and "
+          f"blocks_per_grid = ceil(n / {SQ_PER_BLOCK}): each thread adds two elements {SQ_TPB} apart as it loads "
+          "them (coalesced, 合并访存), puts the sum in a cuda.shared.array of 256 floats, and the block adds those "
+          "as a tree. Use sequential addressing (顺序寻址, chapter 07 §6): in each step the first half of the "
+          "active threads adds the second half, so that the reads are free of bank conflicts (存储体冲突) and "
+          "whole warps are active or idle together (分支分化 only in the last five steps). Thread 0 writes out[b]: "
+          "no atomics."),
+    make_inputs=_sq_inputs,
+    make_trace_input=lambda rng: _sq_input(rng, trace_size(rng, 4 * SQ_PER_BLOCK, SQ_PER_BLOCK), "whole blocks"),
+    properties=(
+        coalesced("load", hint="Thread t's two elements are 256 apart: a[512b + t] and a[512b + 256 + t]. Taking "
+                               "a[512b + 2t] and its neighbour instead puts the lanes 8 bytes apart."),
+        conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
+                      hint="With index = 2 * stride * tid, lanes read words 2·stride apart: at stride 16 the "
+                           "active lanes all land in bank 0 (§6's block_strided). Which pairing keeps "
+                           "neighbouring lanes on neighbouring words in every step?"),
+        few_warp_splits(1.0, hint="With tid % (2 * stride) == 0 the working threads are spread over every warp: "
+                                  "all 8 warps split in each of the first steps (§6's block_interleaved). Let the "
+                                  "working threads be 0 .. stride - 1, so that only the last five steps, inside "
+                                  "warp 0, split a warp."),
+        no_atomics("global"),
+        no_races(hint="Each step reads what other threads wrote in the step before: every thread of the block, "
+                      "the idle ones too, must reach the barrier between two steps."),
+    ),
+    hint_wrong=("Every element must be counted once: a thread whose elements lie past the end of a puts 0 into "
+                "the tree (the second half of the last block may be short, or empty), and the tree must start "
+                "from all 256 values."),
+    hint_oob="Guard both loads: the last block's elements may run past a.shape[0], its second half first.",
+    stub_hint="two guarded loads added in a register; a shared tree, halving the active threads each step; thread 0 writes",
+))
+
+
+# 07 -- §7: four independent accumulators per thread, each element loaded once in a coalesced request
+
+UN_TPB = 128
+UN_K = 4
+UN_PER_BLOCK = UN_K * UN_TPB  # 512 elements per block
+
+
+def _un_input(rng, n, why):
+    inp = _sq_input(rng, n, why)  # the same sums of 512 elements per block, launched with 128 threads
+    return Input(inp.label, inp.griddim, (UN_TPB,), inp.args, inp.expected, inp.names)
+
+
+def _un_inputs(rng):
+    return [
+        _un_input(rng, 1, "one element"),
+        _un_input(rng, 130, "one block, two accumulators short"),
+        _un_input(rng, UN_PER_BLOCK, "exactly one block"),
+        _un_input(rng, 2 * UN_PER_BLOCK + 385, "two blocks and 385 elements"),
+        _un_input(rng, random_size(rng, 2000, 4000), "random"),
+    ]
+
+
+def _load_requests_at_most_one_per_32():
+    from course.exercises.contract import Property
+
+    def measure(report, extra):
+        n = extra["input"].args[0].size
+        got, most = report.totals()["global_load_requests"], ceil_div(n, 32)
+        return got <= most, (f"{got} global load requests for {n} elements: {got / max(n, 1):.4f} per element "
+                             f"(want at most {most}: 1/32 per element)")
+
+    return Property("each element loaded once, 32 to a request: at most 1/32 load request per element", measure,
+                    "Count the loads: every element of a should be read exactly once, by a warp request whose 32 "
+                    "lanes read 32 neighbouring elements. Are some elements read twice, or by a request of few lanes?")
+
+
+register(Exercise(
+    name="07.block_sums_unrolled",
+    title="Block sums with four independent accumulators per thread",
+    signature="block_sums_unrolled(a, out)",
+    task=(f"Write `block_sums_unrolled(a, out)`: out[b] = a[512b] + ... + a[512b + 511] (elements past the end "
+          f"count as 0), launched with threads_per_block = {UN_TPB} and blocks_per_grid = ceil(n / {UN_PER_BLOCK}). "
+          f"As `unrolled` does in chapter 07 §7 (loop unrolling, 循环展开), each thread keeps {UN_K} independent "
+          f"accumulators (独立累加器): thread t of block b loads a[512b + t], a[512b + 128 + t], a[512b + 256 + t] "
+          "and a[512b + 384 + t] into four separate sums, so that the four loads are in flight at once; then the "
+          "block adds its 128 thread sums (a shared-memory tree, or shuffles) and one thread writes out[b]. No "
+          "atomics. Each element is loaded once, in coalesced requests (合并访存)."),
+    make_inputs=_un_inputs,
+    make_trace_input=lambda rng: _un_input(rng, trace_size(rng, 4 * UN_PER_BLOCK, UN_PER_BLOCK), "whole blocks"),
+    properties=(
+        coalesced("load", hint="Thread t's four elements are 128 apart. If thread t takes a[4t] .. a[4t + 3] "
+                               "instead, the lanes of one load are 16 bytes apart: 16 sectors per request."),
+        _load_requests_at_most_one_per_32(),
+        no_atomics("global"),
+        no_races(),
+    ),
+    hint_wrong=("Every element must be counted once: guard each of the four loads on its own (the last block may "
+                "end inside any of its four quarters), and let every thread bring its sum, 0 or not, into the "
+                "block's total."),
+    hint_oob="Guard each of the four loads separately: the last block's quarters may run past a.shape[0].",
+    stub_hint="four guarded loads 128 apart into four sums; add the block's 128 sums; one thread writes out[b]",
 ))
