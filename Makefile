@@ -46,12 +46,14 @@ lab-instructor: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_OPTIONS) --ServerApp.root_dir=$(CURDIR) \
 	  --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $(LAB_ARGS)
 
-## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.
+## Run the whole suite: unit tests, every notebook (nbval), graded checks, browser test.  Two pytest-xdist
+## workers (TEST_WORKERS=0 runs in one process), each taking whole files: a notebook's cells share one kernel.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(COMPILER)
 	sh scripts/ensure-chromium.sh
 	sh scripts/ensure-bwrap.sh
 	$(BIN)/ruff check .
-	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q
+	COURSE_STRICT=1 $(BIN)/python -m pytest tests notebooks solutions --nbval-lax -q -n $(TEST_WORKERS) --dist loadfile
 
 ## Install the CUDA compilers for the tracer (optional for learners; `make test` does it).
 toolkit: $(COMPILER)
