@@ -202,3 +202,22 @@ def test_the_compiler_facts_are_looked_up_under_the_kernels_own_globals(monkeypa
     monkeypatch.setattr(compiler, "summary", spy)
     X.explain(busy, 16, 256, x, np.zeros_like(x), 8, measure=False, budget_s=0.3)
     assert seen == [clean]
+
+
+def test_only_the_arrays_a_kernel_can_write_are_copied():
+    """explain traces copies of what the kernel may write and reads the rest in place (a 2 GB strided source took
+    seconds to copy); a store through any other name (a view of a parameter, maybe) copies everything."""
+    from numba import cuda
+
+    @cuda.jit
+    def through_a_view(a, out):
+        r = out[cuda.threadIdx.x]
+        r[0] = a[0]
+
+    src, src2, out = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    copied = X._copy_args((src, src2, out, 64), engine.kernel_py_func(basics.vector_add))  # vector_add(a, b, out, n)
+    assert copied[0] is src and copied[1] is src2 and copied[2] is not out
+    assert X._written_parameters(engine.kernel_py_func(basics.vector_add)) == {2}
+    assert X._written_parameters(engine.kernel_py_func(through_a_view)) is None
+    again = X._copy_args((src, out), engine.kernel_py_func(through_a_view))
+    assert again[0] is not src and again[1] is not out

@@ -197,8 +197,51 @@ def _sample(total: int, n: int) -> list:
     return [int(b) for b in picks]
 
 
-def _copy_args(args):
-    return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
+def _copy_args(args, fn=None):
+    """Copies of the array arguments the kernel may write (all of them when its source cannot say): the sampled
+    blocks write only a few elements, but those are the learner's; an array the kernel only reads is traced as it is
+    (a 2 GB source of a strided read took seconds to copy)."""
+    written = _written_parameters(fn) if fn is not None else None
+    return tuple(np.array(a) if isinstance(a, np.ndarray) and (written is None or i in written) else a
+                 for i, a in enumerate(args))
+
+
+def _written_parameters(fn):
+    """Positions of ``fn``'s parameters its source can write: stored into (``p[...] = ``, ``p[...] += ``) or handed to
+    a call (an atomic, a device function); None when the source is not at hand or a store goes through any other
+    name than a parameter or a ``cuda.shared/local.array`` (a view or alias of a parameter could be written)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fdef = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    if fdef is None:
+        return None
+    params = [a.arg for a in fdef.args.args]
+    local_arrays = {t.id for n in ast.walk(fdef) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Attribute) and n.value.func.attr in ("array", "array_like")
+                    for t in n.targets if isinstance(t, ast.Name)}
+    out = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if not isinstance(base, ast.Name):
+                return None
+            if base.id in params:
+                out.add(params.index(base.id))
+            elif base.id not in local_arrays:
+                return None  # a store through another name: maybe a view of a parameter
+        elif isinstance(node, ast.Call):
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    out.add(params.index(arg.id))
+    return out
 
 
 def _host(a):
@@ -349,7 +392,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     nblocks = grid[0] * grid[1] * grid[2]
     tpb = block[0] * block[1] * block[2]
     args = tuple(_host(a) for a in args)
-    run_args = _copy_args(args) if copy else args
+    run_args = _copy_args(args, fn) if copy else args
     t0 = time.perf_counter()
     g = fn.__globals__
     missing = object()
