@@ -521,11 +521,13 @@ def test_attribute_exemptions_are_still_needed():
 
 
 def test_shared_rules_are_defined_once():
-    """One rule in one place: the 'not measured yet' text, Script.optional, the number rule (a bool is none)."""
+    """One rule in one place: the 'not measured yet' text, Script.optional, the number rule (a bool is none), the
+    finder of the GPU scripts' CUDA tools."""
     sources = {p: p.read_text(encoding="utf-8") for d in (COURSE, COURSE.parent / "scripts") for p in d.rglob("*.py")}
     for pattern, where in ((r"^\s*NOT_MEASURED\s*=", "course/measure/measurements.py"),
                            (r"^\s*def optional\(", "course/measure/bench_harness.py"),
-                           (r"^\s*def _?number\(", "course/measure/measurements.py")):
+                           (r"^\s*def _?number\(", "course/measure/measurements.py"),
+                           (r"^\s*def find_tool\(", "course/measure/cuda_tools.py")):
         found = sorted(str(p.relative_to(COURSE.parent)) for p, text in sources.items()
                        if re.search(pattern, text, flags=re.M))
         assert found == [where], f"{pattern!r} should be defined once, in {where}: found in {found}"

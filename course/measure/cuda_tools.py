@@ -18,14 +18,24 @@ from course.measure.bench_harness import scrub
 
 
 def find_tool(name: str) -> Optional[str]:
-    """``name`` (ncu, compute-sanitizer, cuobjdump, nvdisasm) on PATH or in the usual CUDA / Nsight folders."""
+    """``name`` (ncu, compute-sanitizer, cuobjdump, nvdisasm, nvcc) on PATH, inside an installed NVIDIA wheel
+    (``nvidia/*/bin`` on ``sys.path``), or in the usual CUDA / Nsight folders (the newest): the one finder of the
+    scripts' tools.  (The tracer's ``course.trace.compiler`` looks in the wheels first, on purpose: it wants the
+    ptxas the course pins, not the machine's.)"""
     import glob
+    import os
     import shutil
+    import sys
 
     hit = shutil.which(name)
     if hit:
         return hit
-    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/usr/local/cuda*/nsight-compute*/{name}"):
+    for entry in sys.path:
+        found = sorted(glob.glob(os.path.join(entry or ".", "nvidia", "*", "bin", name)))
+        if found:
+            return found[0]
+    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/opt/nvidia/nsight-compute/*/{name}",
+                    f"/usr/local/cuda*/nsight-compute*/{name}"):
         found = sorted(glob.glob(pattern))
         if found:
             return found[-1]

@@ -32,12 +32,10 @@ One process, one ``run`` id.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -52,6 +50,7 @@ os.environ["CUPY_TF32"] = "0"
 import numpy as np  # noqa: E402
 
 from course.measure import bench  # noqa: E402
+from course.measure.cuda_tools import find_tool  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
 
 
@@ -294,19 +293,6 @@ big_product(ARGS.size if GPU else 8)
 
 
 # --- 4. what the compiler made of the kernels -----------------------------------------------------------------
-
-
-def find_tool(name):
-    """``name`` on PATH, inside an installed NVIDIA wheel, or under /usr/local/cuda*."""
-    hit = shutil.which(name)
-    if hit:
-        return hit
-    for entry in sys.path:
-        for p in glob.glob(os.path.join(entry, "nvidia", "*", "bin", name)):
-            return p
-    for p in glob.glob(f"/usr/local/cuda*/bin/{name}"):
-        return p
-    return None
 
 
 SASS_OPS = ("FFMA", "LDS", "STS", "LDG", "STG", "LDL", "STL", "BAR", "BRA", "IMAD", "IADD3", "LEA", "ISETP", "MOV")

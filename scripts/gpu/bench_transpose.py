@@ -30,12 +30,10 @@ memcpy and >= 3x CuPy at 16384² int32).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -50,7 +48,7 @@ import numpy as np  # noqa: E402
 from course.measure import bench  # noqa: E402
 from course.measure.bench import BenchError  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
-from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
+from course.measure.cuda_tools import find_tool, ncu_launches, ncu_number  # noqa: E402
 
 
 def arguments(ap):
@@ -334,19 +332,6 @@ for shape, dtype in SIZES:
 # --- 3. what the compiler made of each version --------------------------------------------------------------
 
 
-def find_tool(name):
-    """``name`` on PATH, or inside an installed NVIDIA wheel (nvidia/*/bin)."""
-    hit = shutil.which(name)
-    if hit:
-        return hit
-    for entry in sys.path:
-        for p in glob.glob(os.path.join(entry, "nvidia", "*", "bin", name)) + glob.glob(os.path.join(entry, "nvidia", "cuda_*", "bin", name)):
-            return p
-    for p in glob.glob(f"/usr/local/cuda*/bin/{name}"):
-        return p
-    return None
-
-
 SASS_OPS = ("LDG", "STG", "LDS", "STS", "LDL", "STL", "BAR", "BRA", "IMAD", "IADD3", "LEA", "ISETP", "SEL", "SHF", "LOP3", "MOV")
 
 
@@ -435,7 +420,7 @@ def parse_ncu_csv(text):
 
 
 def profile_with_ncu():
-    ncu = shutil.which(ARGS.ncu) or next(iter(glob.glob("/usr/local/cuda*/bin/ncu")), None)
+    ncu = find_tool(ARGS.ncu)
     left = NCU_BUDGET_S - (time.time() - T0)
     if not GPU or ARGS.no_ncu or not ncu or left < 60:
         log(f"ncu profile skipped ({'no GPU' if not GPU else 'asked' if ARGS.no_ncu else 'ncu not found' if not ncu else 'no time left'})")

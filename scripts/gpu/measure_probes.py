@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -592,9 +591,9 @@ def cuda_c():
         return
     import cupy as cp
 
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
-    cuobjdump = shutil.which("cuobjdump") or ("/usr/local/cuda/bin/cuobjdump"
-                                               if os.path.exists("/usr/local/cuda/bin/cuobjdump") else None)
+    from course.measure import cuda_tools
+
+    nvcc, cuobjdump = cuda_tools.find_tool("nvcc"), cuda_tools.find_tool("cuobjdump")
     sass_note = "no nvcc/cuobjdump found"
     mod = None
     if nvcc and cuobjdump:

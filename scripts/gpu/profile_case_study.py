@@ -30,11 +30,9 @@ Records go to DIR/profile_case_study.json (a JSON list, ``benchmark: profile_cas
 
 from __future__ import annotations
 
-import glob
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -49,7 +47,7 @@ import numpy as np  # noqa: E402
 
 from course.measure import bench, bench_harness, cuda_tools  # noqa: E402
 from course.measure.bench_harness import Script  # noqa: E402
-from course.measure.cuda_tools import ncu_launches, ncu_number  # noqa: E402
+from course.measure.cuda_tools import find_tool, ncu_launches, ncu_number  # noqa: E402
 
 
 def arguments(ap):
@@ -140,19 +138,6 @@ def guarded(name, fn):
         FAILED[name] = f"{type(e).__name__}: {e}"
         log(f"FAILED {name}: {FAILED[name][:400]}")
         return None
-
-
-def find_tool(name):
-    """``name`` on PATH or in the usual CUDA / Nsight folders."""
-    hit = shutil.which(name)
-    if hit:
-        return hit
-    for pattern in (f"/usr/local/cuda*/bin/{name}", f"/opt/nvidia/nsight-compute/*/{name}",
-                    f"/usr/local/cuda*/nsight-compute*/{name}"):
-        found = sorted(glob.glob(pattern))
-        if found:
-            return found[-1]
-    return None
 
 
 # --- 1. time with events, and the ceilings ----------------------------------------------------------------------

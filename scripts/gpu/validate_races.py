@@ -280,8 +280,9 @@ def _env(backend: str) -> dict:
 
 
 def find_sanitizer(given: str) -> str:
-    for cand in ([given] if given else []) + [shutil.which("compute-sanitizer") or "",
-                                              "/usr/local/cuda/bin/compute-sanitizer"]:
+    from course.measure import cuda_tools
+
+    for cand in ([given] if given else []) + [cuda_tools.find_tool("compute-sanitizer") or ""]:
         if cand and (shutil.which(cand) or pathlib.Path(cand).exists()):
             return cand
     raise SystemExit("compute-sanitizer not found: put it on PATH, or pass --sanitizer /path/to/compute-sanitizer "
