@@ -27,7 +27,7 @@ EXEMPT = [
     ("course/grading/notebook.py", "/tmp/site", "a comment explaining the GPU lane's PYTHONPATH (the folder above)"),
     ("course/measure/bench_harness.py", "``/root/…``, ``/opt/…``, ``/work/…``", "the docstring of the scrubber that removes such "
      "paths from what the benchmarks record names the prefixes it removes"),
-    ("scripts/gpu/*.py", "/opt/nvidia/", "where Nsight Compute installs itself: a place to search for the tool"),
+    ("course/measure/cuda_tools.py", "/opt/nvidia/", "where Nsight Compute installs itself: a place to search for the tool"),
     ("tests/*", "/tmp/", "test inputs that name a path on purpose (a sandbox escape the grader must stop, a "
      "notebook cell's file name the compiler must shorten)"),
     ("tests/test_no_machine_paths.py", "", "this file spells out the patterns it looks for"),
