@@ -62,6 +62,10 @@ VALIDATION = ROOT / "data" / "explain_validation.json"
 LIMITERS = ("dram", "l2", "l1", "shared", "issue", "fp64", "atomics", "latency", "launch")
 MAX_SAMPLE = 12
 BUDGET_S = 3.0  # tracing time explain allows itself (the compiler runs beside it, in another process)
+# a trip traced with line events (the passes that count SASS per line) costs this many trips without them: measured
+# on matmul_regtile (0.6 s against 0.077 s per trip of its k loop), whose first block ran 13 trips in 8 s when the
+# cap was set as if both cost the same
+LINE_EVENTS_COST = 8.0
 
 
 @dataclass(frozen=True)
@@ -403,8 +407,8 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
                        lines=False, compiler=False, while_as_range=True)
         t_detail = time.perf_counter() - t0
-        if loop_cap is None:  # as many trips as the budget allows: a 2-trip block took t_detail
-            loop_cap = int(max(2, min(LOOP_CAP, 2 * (budget_s / 3) / max(t_detail, 1e-4))))
+        if loop_cap is None:  # as many trips as the budget allows: a 2-trip block took t_detail without line events
+            loop_cap = int(max(2, min(LOOP_CAP, 2 * (budget_s / 3) / max(t_detail * LINE_EVENTS_COST, 1e-4))))
         loops = LoopSampler(cap=loop_cap)
         g["range"] = loops
         t1 = time.perf_counter()
