@@ -41,6 +41,9 @@ EXPECT_A = {
     "04.histogram": ("partial", ["uses shared memory", "{n} atomic operations"], ["shared"]),
     # ptxas merges the unpadded tile's 8 reads into two 16-byte loads, which conflict 2-way (8-way as 4-byte reads)
     "04.segment_sums": ("partial", ["no bank conflicts on the tile's strided read", "-way bank conflict"], ["gcd(8, 32)"]),
+    # a lane per float straight to dst: a warp's 16 pairs land in 16 rows of dst, 8 bytes in one sector each
+    "05.transpose_pairs": ("partial", ["coalesced global stores", "16.00 sectors per request",
+                                       "never goes through shared memory"], ["naive transpose"]),
     "05.transpose_padded": ("fail", ["correct result", "2 x 17x16", "no race between threads"], ["wait"]),
     "05.transpose_swizzled": ("partial", ["4224 bytes of shared memory"], ["swizzle"]),
     "05.transpose_mine": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["store"]),
@@ -56,6 +59,7 @@ EXPECT_A = {
     "07.exclusive_scan": ("fail", ["correct result"], ["inclusive"]),
     "07.block_sums_sequential": ("partial", ["little warp divergence", "6.00 per warp"], ["0 .. stride - 1"]),
     "07.block_sums_unrolled": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
+    "07.warp_atomic_sum": ("partial", ["{n} atomic operations", "want at most {warps}"], ["shuffles first"]),
     "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
@@ -89,6 +93,7 @@ EXPECT_B = {
     "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
     "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
     "04.segment_sums": ("fail", ["correct result", "n=296"], ["read back at the same place"]),
+    "05.transpose_pairs": ("fail", ["correct result", "no race between threads"], ["wait"]),  # no barrier
     "05.transpose_padded": ("partial", ["2.00 wavefronts per request", "2-way bank conflict"], ["bank"]),
     "05.transpose_swizzled": ("fail", ["never written", "no race between threads"], ["wait"]),
     "05.transpose_mine": ("fail", ["never written", "1x33"], ["tile row and column"]),
@@ -108,6 +113,7 @@ EXPECT_B = {
                                  ["block_strided"]),
     # thread 0 alone: each load a request of one lane, 1 sector (coalesced by sectors per request), n requests
     "07.block_sums_unrolled": ("partial", ["{n} global load requests for {n} elements"], ["few lanes"]),
+    "07.warp_atomic_sum": ("fail", ["correct result", "n=33"], ["only one lane"]),  # every lane adds its partial
     "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),
