@@ -283,3 +283,17 @@ def broadcast_loads(array: str, hint: str = "") -> Property:
     return Property(f"broadcast loads of {array}: one address per warp (广播)", measure, hint or (
         f"At each step, do all 32 lanes of a warp read the same element of {array}? A lane-dependent index "
         f"spreads one request over several addresses."))
+
+
+def busy_lanes_at_least(lanes: float, hint: str = "") -> Property:
+    """On average at least ``lanes`` of a warp's 32 lanes are active per warp step (line events): the launch's
+    threads are packed into full warps rather than left idle by a shape that is not a multiple of 32."""
+
+    def measure(report, extra):
+        got = report.divergence().avg_active_lanes
+        return got >= lanes - 1e-9, f"{got:.2f} of 32 lanes active per warp step (want at least {lanes:g})"
+
+    return Property(f"full warps: at least {lanes:g} of 32 lanes busy per warp step", measure, hint or (
+        "Count the lanes that have work in each warp: do whole warps sit idle, or do warps start inside a "
+        "row and end inside the next? Number the elements with one flat index over the whole launch."),
+        lines=True)
