@@ -44,6 +44,9 @@ EXPECT_A = {
     "04.histogram": ("partial", ["uses shared memory", "{n} atomic operations"], ["shared"]),
     # ptxas merges the unpadded tile's 8 reads into two 16-byte loads, which conflict 2-way (8-way as 4-byte reads)
     "04.segment_sums": ("partial", ["no bank conflicts on the tile's strided read", "-way bank conflict"], ["gcd(8, 32)"]),
+    # [lane, warp] with 8 warps: lane l at word 8l, banks 0, 8, 16, 24 with 8 distinct words each
+    "04.warp_rotate": ("partial", ["no bank conflicts on shared stores", "8.00 wavefronts per request",
+                                   "8-way bank conflict"], ["[lane, warp]"]),
     # a lane per float straight to dst: a warp's 16 pairs land in 16 rows of dst, 8 bytes in one sector each
     "05.transpose_pairs": ("partial", ["coalesced global stores", "16.00 sectors per request",
                                        "never goes through shared memory"], ["naive transpose"]),
@@ -98,6 +101,7 @@ EXPECT_B = {
     "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
     "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
     "04.segment_sums": ("fail", ["correct result", "n=296"], ["read back at the same place"]),
+    "04.warp_rotate": ("fail", ["correct result", "n=32"], ["lane 31 wraps to lane 0"]),  # rotated right
     "05.transpose_pairs": ("fail", ["correct result", "no race between threads"], ["wait"]),  # no barrier
     "05.transpose_padded": ("partial", ["2.00 wavefronts per request", "2-way bank conflict"], ["bank"]),
     "05.transpose_swizzled": ("fail", ["never written", "no race between threads"], ["wait"]),
