@@ -31,6 +31,7 @@ EXPECT_A = {
     "01.pair_sums": ("error", ["out of bounds", "n=1", "x[2 * j + 1]"], ["second element"]),
     "02.leaky_relu": ("partial", ["no warp divergence", "if x[i] > 0:"], ["max()"]),
     "02.global_warp": ("fail", ["correct result", "blocks of (10, 5)"], ["whole number of warps"]),
+    "02.scale_channels": ("partial", ["full warps", "lanes active per warp step"], ["idle"]),  # 48 of 128 lanes
     "03.soa_to_aos": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["float k"]),
     "04.row_sums_swizzled": ("partial", ["4224 bytes of shared memory", "want at most 4096"], ["swizzle"]),
     "02.count_positive": ("partial", ["few global atomics", "want at most {warps}"], ["lane"]),
@@ -38,10 +39,18 @@ EXPECT_A = {
     "03.kinetic_energy": ("error", ["out of bounds", "q[i, VX]"], ["wrong order"]),
     "03.column_sums": ("partial", ["{cols/16} sectors per request"], ["neighbours"]),  # lanes cols/64 columns apart
     "03.aos_to_soa": ("partial", ["coalesced global loads", "32.00 sectors per request"], ["float k"]),
+    # 32 lanes read 32 consecutive weights of 64 (wrapping): 4 sectors when j % 8 == 0, else 5: 312 / 64 per step
+    "03.weighted_sum": ("partial", ["broadcast loads of w", "4.88 sectors per request on the"], ["depends on the lane"]),
     "04.stencil_1d": ("partial", ["uses shared memory", "reads global memory about once"], ["tile"]),
     "04.histogram": ("partial", ["uses shared memory", "{n} atomic operations"], ["shared"]),
     # ptxas merges the unpadded tile's 8 reads into two 16-byte loads, which conflict 2-way (8-way as 4-byte reads)
     "04.segment_sums": ("partial", ["no bank conflicts on the tile's strided read", "-way bank conflict"], ["gcd(8, 32)"]),
+    # [lane, warp] with 8 warps: lane l at word 8l, banks 0, 8, 16, 24 with 8 distinct words each
+    "04.warp_rotate": ("partial", ["no bank conflicts on shared stores", "8.00 wavefronts per request",
+                                   "8-way bank conflict"], ["[lane, warp]"]),
+    # a lane per float straight to dst: a warp's 16 pairs land in 16 rows of dst, 8 bytes in one sector each
+    "05.transpose_pairs": ("partial", ["coalesced global stores", "16.00 sectors per request",
+                                       "never goes through shared memory"], ["naive transpose"]),
     "05.transpose_padded": ("fail", ["correct result", "2 x 17x16", "no race between threads"], ["wait"]),
     "05.transpose_swizzled": ("partial", ["4224 bytes of shared memory"], ["swizzle"]),
     "05.transpose_mine": ("partial", ["coalesced global stores", "32.00 sectors per request"], ["store"]),
@@ -57,6 +66,7 @@ EXPECT_A = {
     "07.exclusive_scan": ("fail", ["correct result"], ["inclusive"]),
     "07.block_sums_sequential": ("partial", ["little warp divergence", "6.00 per warp"], ["0 .. stride - 1"]),
     "07.block_sums_unrolled": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
+    "07.warp_atomic_sum": ("partial", ["{n} atomic operations", "want at most {warps}"], ["shuffles first"]),
     "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
@@ -81,6 +91,7 @@ EXPECT_B = {
     "01.pair_sums": ("fail", ["correct result", "n=255"], ["2j + 1"]),
     "02.leaky_relu": ("fail", ["correct result"], ["positive part"]),
     "02.global_warp": ("fail", ["correct result", "blocks of (12, 8)"], ["x fastest"]),
+    "02.scale_channels": ("fail", ["correct result", "out[0, 32] is NaN"], ["not the block size or 32"]),
     "03.soa_to_aos": ("fail", ["correct result", "p[0, 1] is NaN: never written"], ["8n floats"]),
     "04.row_sums_swizzled": ("fail", ["correct result"], ["swizzled column"]),
     "02.count_positive": ("fail", ["correct result", "expected 1"], ["only one lane"]),
@@ -88,9 +99,12 @@ EXPECT_B = {
     "03.kinetic_energy": ("fail", ["correct result", "n=1"], ["vx"]),
     "03.column_sums": ("fail", ["correct result", "17x16"], ["all rows"]),
     "03.aos_to_soa": ("error", ["out of bounds", "q[i, f]"], ["8n floats"]),
+    "03.weighted_sum": ("fail", ["correct result", "1x1"], ["k = 0 .. m - 1"]),  # w[0] left out
     "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
     "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
     "04.segment_sums": ("fail", ["correct result", "n=296"], ["read back at the same place"]),
+    "04.warp_rotate": ("fail", ["correct result", "n=32"], ["lane 31 wraps to lane 0"]),  # rotated right
+    "05.transpose_pairs": ("fail", ["correct result", "no race between threads"], ["wait"]),  # no barrier
     "05.transpose_padded": ("partial", ["2.00 wavefronts per request", "2-way bank conflict"], ["bank"]),
     "05.transpose_swizzled": ("fail", ["never written", "no race between threads"], ["wait"]),
     "05.transpose_mine": ("fail", ["never written", "1x33"], ["tile row and column"]),
@@ -110,6 +124,7 @@ EXPECT_B = {
                                  ["block_strided"]),
     # thread 0 alone: each load a request of one lane, 1 sector (coalesced by sectors per request), n requests
     "07.block_sums_unrolled": ("partial", ["{n} global load requests for {n} elements"], ["few lanes"]),
+    "07.warp_atomic_sum": ("fail", ["correct result", "n=33"], ["only one lane"]),  # every lane adds its partial
     "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),

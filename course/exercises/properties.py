@@ -261,3 +261,39 @@ def coalesced_at_minimum(kind: str = "load", hint: str = "") -> Property:
     return Property(f"coalesced global {what}s: no sector more than needed (合并访存)", measure, hint or (
         f"Which addresses do the 32 lanes of one warp touch in one {what}? Neighbouring lanes should touch "
         f"neighbouring elements."))
+
+
+def broadcast_loads(array: str, hint: str = "") -> Property:
+    """Every global load of ``array`` is a broadcast: one 32-byte sector per warp request, all lanes of a warp
+    reading the same word (广播), the way constant memory wants a uniform read (chapter 03 §3). Counted per
+    request of ``array`` alone in the blocks the trace kept in detail (a source line may load other arrays too)."""
+
+    def measure(report, extra):
+        req = sectors = 0
+        for b in report.detail_blocks:
+            for w in report.warp_accesses(b):
+                if w.space == "global" and w.op == "load" and w.array == array:
+                    req += 1
+                    sectors += len({x.addr // 32 for x in w.lanes if x is not None})
+        if not req:
+            return False, f"no global loads of {array} were traced"
+        return sectors <= req, (f"{sectors / req:.2f} sectors per request on the {req} loads of {array} "
+                                f"(want 1: one address for the whole warp)")
+
+    return Property(f"broadcast loads of {array}: one address per warp (广播)", measure, hint or (
+        f"At each step, do all 32 lanes of a warp read the same element of {array}? A lane-dependent index "
+        f"spreads one request over several addresses."))
+
+
+def busy_lanes_at_least(lanes: float, hint: str = "") -> Property:
+    """On average at least ``lanes`` of a warp's 32 lanes are active per warp step (line events): the launch's
+    threads are packed into full warps rather than left idle by a shape that is not a multiple of 32."""
+
+    def measure(report, extra):
+        got = report.divergence().avg_active_lanes
+        return got >= lanes - 1e-9, f"{got:.2f} of 32 lanes active per warp step (want at least {lanes:g})"
+
+    return Property(f"full warps: at least {lanes:g} of 32 lanes busy per warp step", measure, hint or (
+        "Count the lanes that have work in each warp: do whole warps sit idle, or do warps start inside a "
+        "row and end inside the next? Number the elements with one flat index over the whole launch."),
+        lines=True)

@@ -1,5 +1,6 @@
 """Chapter 02: warps — which warp a thread is in (a warp never spans two blocks), two paths with no divergent
-warp, a warp vote (ballot), and the warp-synchronous bug of older CUDA code fixed with syncwarp."""
+warp, a warp vote (ballot), the warp-synchronous bug of older CUDA code fixed with syncwarp, and rows of 48
+channels packed into full warps."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size, trace_size
-from course.exercises.properties import atomics_at_most, coalesced, no_divergence, no_races, uses_shared
+from course.exercises.properties import (
+    atomics_at_most,
+    busy_lanes_at_least,
+    coalesced,
+    no_divergence,
+    no_races,
+    uses_shared,
+)
 from course.exercises.registry import register
 
 DIV_TPB = 128
@@ -266,4 +274,55 @@ register(Exercise(
                 "every block is a whole number of warps."),
     hint_oob="out has one slot per thread of the launch: out[blockIdx.x, threadIdx.y, threadIdx.x].",
     stub_hint="tid from threadIdx.x, threadIdx.y and blockDim.x; warps per block, rounded up; the block's first warp",
+))
+
+
+# 02 -- §6: rows of 48 elements (not a multiple of 32) packed into full warps with one flat index
+
+CH_CHANNELS = 48
+CH_TPB = 128
+
+
+def _ch_input(rng, rows, why):
+    x, w = f32(rng, (rows, CH_CHANNELS)), f32(rng, CH_CHANNELS)
+    out = np.full(x.shape, np.nan, np.float32)
+    return Input(f"{rows}x{CH_CHANNELS} ({why})", (ceil_div(rows * CH_CHANNELS, CH_TPB),), (CH_TPB,), (x, w, out),
+                 {2: (x * w).astype(np.float32)}, ("x", "w", "out"))
+
+
+def _ch_inputs(rng):
+    return [
+        _ch_input(rng, 1, "one row, less than a block"),
+        _ch_input(rng, 3, "three rows, one element more than a block"),
+        _ch_input(rng, 8, "eight rows, exactly three blocks"),
+        _ch_input(rng, random_size(rng, 9, 60), "random"),
+    ]
+
+
+register(Exercise(
+    name="02.scale_channels",
+    title="Rows of 48 channels packed into full warps",
+    signature="scale_channels(x, w, out)",
+    task=(f"Write `scale_channels(x, w, out)`: out[r, c] = x[r, c] * w[c] for a float32 matrix x of shape (rows, "
+          f"{CH_CHANNELS}) — {CH_CHANNELS} channels per row, not a multiple of 32 — and channel weights w of length "
+          f"{CH_CHANNELS}. It is launched with threads_per_block = {CH_TPB} and blocks_per_grid = ceil(rows * "
+          f"{CH_CHANNELS} / {CH_TPB}): as many threads as elements, rounded up to whole blocks. As chapter 02 §6 "
+          f"shows, a block of {CH_CHANNELS} threads per row would be two warps, the second half empty (尾部效应): "
+          "instead number the elements with one flat index over the whole launch, so that every warp but the "
+          "last has 32 busy lanes, and find each element's row and channel from it. Loads and stores stay "
+          "coalesced (合并访存)."),
+    make_inputs=_ch_inputs,
+    make_trace_input=lambda rng: _ch_input(rng, trace_size(rng, 32, 8), "whole blocks"),
+    properties=(
+        busy_lanes_at_least(31.0, hint=f"Every thread of the launch should own one element: thread i of the grid "
+                                       f"takes element i of the flattened matrix, row i // {CH_CHANNELS}, channel "
+                                       f"i % {CH_CHANNELS}. A thread per channel of one row leaves lanes idle."),
+        coalesced("load"),
+        coalesced("store"),
+    ),
+    hint_wrong=(f"Flat index i = blockIdx.x * {CH_TPB} + threadIdx.x covers rows * {CH_CHANNELS} elements: its row "
+                f"is i // {CH_CHANNELS} and its channel i % {CH_CHANNELS} (the row length, not the block size or "
+                "32)."),
+    hint_oob=f"Guard the flat index against rows * {CH_CHANNELS}: the last block runs past the end.",
+    stub_hint=f"one flat index per thread; row = i // {CH_CHANNELS}, channel = i % {CH_CHANNELS}; guard; one store",
 ))

@@ -1,5 +1,6 @@
-"""Chapter 03: coalescing (合并访存) — kinetic energy from a struct of arrays, column sums walking down, and an
-array of structs converted into a struct of arrays with both sides as coalesced as they can be."""
+"""Chapter 03: coalescing (合并访存) — kinetic energy from a struct of arrays, column sums walking down, an array
+of structs converted into a struct of arrays with both sides as coalesced as they can be, and weighted sums whose
+weights every warp reads as a broadcast (广播)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size, trace_size
-from course.exercises.properties import coalesced
+from course.exercises.properties import broadcast_loads, coalesced
 from course.exercises.registry import register
 
 # 03 -- kinetic energy of particles stored as a struct of arrays
@@ -181,4 +182,52 @@ register(Exercise(
                 "floats, one per thread of the grid: every k below 8 * n writes one."),
     hint_oob="There are 8n floats: threads with k >= 8 * n do nothing.",
     stub_hint="thread k writes float k of p: work out its particle and field",
+))
+
+
+# 03 -- §3: one weight vector for every thread: each warp reads w[k] as a broadcast, x[k, i] coalesced
+
+WS_TPB = 128
+
+
+def _ws_input(rng, m, n, why):
+    x, w = f32(rng, (m, n)), f32(rng, m)  # small integers: every sum is exact
+    out = np.full(n, np.nan, np.float32)
+    want = (w.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)
+    return Input(f"{m}x{n} ({why})", (ceil_div(n, WS_TPB),), (WS_TPB,), (x, w, out), {2: want}, ("x", "w", "out"))
+
+
+def _ws_inputs(rng):
+    return [
+        _ws_input(rng, 1, 1, "one weight, one column"),
+        _ws_input(rng, 5, 127, "five weights, prime, less than one block"),
+        _ws_input(rng, 64, 129, "64 weights, one block and one column"),
+        _ws_input(rng, random_size(rng, 2, 70), random_size(rng, 200, 600), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.weighted_sum",
+    title="Weighted sums: one weight vector read as a broadcast",
+    signature="weighted_sum(x, w, out)",
+    task=("Write `weighted_sum(x, w, out)`: out[i] = w[0] * x[0, i] + w[1] * x[1, i] + ... + w[m - 1] * x[m - 1, i] "
+          "for a float32 matrix x of shape (m, n) and weights w of length m, one thread per column i: "
+          f"threads_per_block = {WS_TPB}, blocks_per_grid = ceil(n / {WS_TPB}). Every thread needs the same "
+          "weights. As chapter 03 §3 shows for constant memory, a read is cheapest when all 32 lanes of a warp "
+          "read the same address at once: a broadcast (广播). w is an argument, so it stays in global memory "
+          "(cuda.const arrays are fixed when the kernel is compiled), and there a uniform read is one 32-byte "
+          "sector per request. So at step k every lane reads w[k], and x[k, i] with neighbouring lanes on "
+          "neighbouring columns (合并访存)."),
+    make_inputs=_ws_inputs,
+    make_trace_input=lambda rng: _ws_input(rng, 64, trace_size(rng, 4 * WS_TPB, WS_TPB), "64 weights, whole blocks"),
+    properties=(
+        broadcast_loads("w", hint="At step k, every lane of a warp should read the same weight w[k]. A start that "
+                                  "depends on the lane (k + lane, say) makes one request read up to 32 weights."),
+        coalesced("load"),
+        coalesced("store"),
+    ),
+    hint_wrong=("out[i] needs all m products w[k] * x[k, i], for k = 0 .. m - 1 = w.shape[0] - 1, added in a "
+                "register that starts at 0 and written once."),
+    hint_oob="Guard column i against x.shape[1]: the last block is only partly filled.",
+    stub_hint="one column per thread; a register sum over k of w[k] * x[k, i]; one store",
 ))

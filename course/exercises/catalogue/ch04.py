@@ -1,13 +1,14 @@
 """Chapter 04: shared memory (共享内存) — row sums through a conflict-free tile (padded, then swizzled), a 1-D
 stencil through a tile with a halo, a histogram privatised in shared memory (judged on global atomics, on skewed
-data), and segment sums whose stride-8 read of a tile is made conflict-free (padding, or an odd stride)."""
+data), segment sums whose stride-8 read of a tile is made conflict-free (padding, or an odd stride), and each warp's
+32 values rotated by one lane through a tile laid out so that a warp's words lie in 32 different banks."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from course.exercises.contract import Exercise, Input
-from course.exercises.inputs import ceil_div, f32, random_size, trace_size
+from course.exercises.inputs import ceil_div, distinct, f32, random_size, trace_size
 from course.exercises.properties import (
     atomics_at_most,
     coalesced,
@@ -291,4 +292,58 @@ register(Exercise(
     hint_oob="The last block covers floats past the end of x when m is not a multiple of 128: guard the loads "
              "and the stores of out.",
     stub_hint="copy the block's 1024 floats into a padded shared tile, syncthreads, then thread t sums its 8 words",
+))
+
+
+# 04 -- §2: each warp's 32 values rotated by one lane through shared memory, every access in 32 different banks
+
+RT_TPB = 256
+
+
+def _rt_input(rng, n, why):
+    a = distinct(rng, n)
+    lane = np.arange(n) % 32
+    want = a[np.arange(n) - lane + (lane + 1) % 32]  # whole warps: the source stays inside the vector
+    out = np.full(n, np.nan, np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(n, RT_TPB),), (RT_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _rt_inputs(rng):
+    return [
+        _rt_input(rng, 32, "one warp"),
+        _rt_input(rng, RT_TPB, "exactly one block"),
+        _rt_input(rng, RT_TPB + 96, "one block and three warps"),
+        _rt_input(rng, 32 * random_size(rng, 9, 40), "random, whole warps"),
+    ]
+
+
+register(Exercise(
+    name="04.warp_rotate",
+    title="Rotate each warp's values by one lane through a conflict-free tile",
+    signature="warp_rotate(a, out)",
+    task=("Write `warp_rotate(a, out)`: for a float32 vector a whose length n is a multiple of 32 (whole warps, "
+          "not always whole blocks), out[i] = a[i - lane + (lane + 1) % 32] with lane = i % 32: each group of 32 "
+          "is rotated left by one (lane 31 takes lane 0's value). It is launched with threads_per_block = "
+          f"{RT_TPB}, blocks_per_grid = ceil(n / {RT_TPB}). Go through a cuda.shared.array (共享内存, no shuffles): "
+          "each thread stores its element, the block waits, each thread reads its neighbour's word. Chapter 04 §2: "
+          "shared memory has 32 banks (存储体), word w in bank w % 32, and a warp's access costs as many passes as "
+          "its busiest bank has distinct words. Lay the tile out so that the 32 lanes of a warp store to, and "
+          "read from, 32 different banks (存储体冲突)."),
+    make_inputs=_rt_inputs,
+    make_trace_input=lambda rng: _rt_input(rng, trace_size(rng, 2 * RT_TPB), "whole warps"),
+    properties=(
+        uses_shared(),
+        conflict_free("store", hint="Which word does lane l of warp w store to? With a tile indexed [lane, warp], "
+                                    "lanes are 8 words apart (8 warps per block): 4 banks, 8 lanes each. Index "
+                                    "it so that neighbouring lanes store to neighbouring words."),
+        conflict_free("load", hint="A rotation of 32 neighbouring words is still one word per bank: read the "
+                                   "neighbour's word in the same layout you stored it in."),
+        coalesced("load"),
+        coalesced("store"),
+        no_races(),
+    ),
+    hint_wrong=("Lane l takes the value of lane (l + 1) % 32 of its own warp: the warp's first element is "
+                "i - i % 32, and lane 31 wraps to lane 0, not to the next warp."),
+    hint_oob="Guard the global load and store against a.shape[0]: the last block may hold fewer than 8 warps.",
+    stub_hint="store your element in the tile; syncthreads; read lane (lane + 1) % 32 of your warp; store",
 ))

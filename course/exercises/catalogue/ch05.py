@@ -1,7 +1,7 @@
-"""Chapter 05: transpose (矩阵转置) — a batch through one padded tile per block, a swizzled tile with four elements per
-thread, and a design of your own on a 1-D grid, judged on performance: on a GPU backend timed with
-course.measure.bench against the device copy (a point per fraction of its bandwidth reached), on the CPU on the
-tracer's properties alone."""
+"""Chapter 05: transpose (矩阵转置) — a matrix of float pairs through a shared tile (coalesced on both sides), a batch
+through one padded tile per block, a swizzled tile with four elements per thread, and a design of your own on a 1-D
+grid, judged on performance: on a GPU backend timed with course.measure.bench against the device copy (a point per
+fraction of its bandwidth reached), on the CPU on the tracer's properties alone."""
 
 from __future__ import annotations
 
@@ -61,6 +61,62 @@ TRANSPOSE_PROPS = (
     uses_shared(),
     no_races(),
 )
+
+# 05 -- §2: a shared tile for 8-byte elements: pairs of floats (complex numbers, 复数) transposed as pairs
+
+PR_TILE = 16  # 16 x 16 pairs per tile: a row of the tile is 32 floats, one warp's coalesced request
+PR_BLOCK = (32, 16)
+
+
+def _pr_input(rng, rows, cols, why):
+    src = distinct(rng, (rows, 2 * cols))  # row r holds re, im of elements (r, 0), (r, 1), ...
+    want = np.ascontiguousarray(src.reshape(rows, cols, 2).transpose(1, 0, 2).reshape(cols, 2 * rows))
+    dst = np.full(want.shape, np.nan, np.float32)
+    grid = (ceil_div(cols, PR_TILE), ceil_div(rows, PR_TILE))
+    return Input(f"{rows}x{cols} pairs ({why})", grid, PR_BLOCK, (src, dst), {1: want}, ("src", "dst"))
+
+
+def _pr_inputs(rng):
+    return [
+        _pr_input(rng, 1, 1, "one pair"),
+        _pr_input(rng, 17, 16, "not square, just past a tile"),
+        _pr_input(rng, 1, 33, "one row of pairs"),
+        _pr_input(rng, 37, 31, "primes"),
+        _pr_input(rng, random_size(rng, 17, 50), random_size(rng, 17, 50), "random"),
+    ]
+
+
+register(Exercise(
+    name="05.transpose_pairs",
+    title="Transpose a matrix of float pairs (complex numbers) through a shared tile",
+    signature="transpose_pairs(src, dst)",
+    task=("Write `transpose_pairs(src, dst)`: a matrix of rows x cols complex numbers (复数) is stored as float32 "
+          "pairs (re, im): src has shape (rows, 2 * cols), element (r, c) is src[r, 2c] and src[r, 2c + 1]. Write "
+          "its transpose, pairs kept together: dst has shape (cols, 2 * rows) and dst[c, 2r + k] = src[r, 2c + k] "
+          f"for k = 0, 1. It is launched with threads_per_block = {PR_BLOCK} and one block per {PR_TILE}x{PR_TILE} "
+          f"tile of pairs: blocks_per_grid = (ceil(cols / {PR_TILE}), ceil(rows / {PR_TILE})). As `tile_32x32` does "
+          "in chapter 05 §2, stage the tile in a cuda.shared.array (共享内存) so that both sides are coalesced "
+          "(合并访存): a warp is one row of 32 threads, and each of its loads and stores must touch 32 "
+          "neighbouring floats — not 16 pairs 8 bytes apart. So thread x of a tile row moves float x of that "
+          "row, whatever pair and half it belongs to. Wait for the whole block between the two sides (数据竞争); "
+          "shapes that do not fill a tile must work too."),
+    make_inputs=_pr_inputs,
+    make_trace_input=lambda rng: _pr_input(rng, *trace_shape(rng, (32, 32), (PR_TILE, PR_TILE), 1536), "full tiles"),
+    properties=(
+        coalesced("load", hint="In one load, lane x of a warp should read float x of a row of 32 floats: 16 "
+                               "pairs, both halves. A lane that reads a whole pair (two loads 8 bytes apart per "
+                               "lane) spreads each request over twice the sectors."),
+        coalesced("store", hint="The store is where the naive transpose loses: lane x should write float x of a "
+                                "row of dst (pair x // 2, half x % 2), reading the tile where that float was put."),
+        uses_shared(),
+        no_races(),
+    ),
+    hint_wrong=("Keep pairs and floats apart: the block's tile starts at pair row blockIdx.y*16 and pair column "
+                "blockIdx.x*16 of src, that is float column 32*blockIdx.x; in dst it starts at row blockIdx.x*16 "
+                "and float column 32*blockIdx.y. A float x of a dst row is half x % 2 of pair x // 2."),
+    hint_oob="Guard every global load and store by pairs: the last tiles hold fewer than 16 rows or 16 pairs.",
+    stub_hint="a 16x32-float tile; lane x moves float x of a row in and float x of a dst row out; syncthreads between",
+))
 
 register(Exercise(
     name="05.transpose_padded",

@@ -1,7 +1,8 @@
 """Chapter 07: reductions (归约) — row sums through a conflict-free tree in shared memory finished by one warp, a
 block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), each block's minimum and maximum in one fused
 tree, block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits), and
-the same sums with four independent accumulators per thread (judged on load requests per element)."""
+the same sums with four independent accumulators per thread (judged on load requests per element), and a whole sum
+with one atomic per warp (warp-aggregated atomics, judged on atomics per element)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size, trace_size
 from course.exercises.properties import (
+    atomics_at_most,
     coalesced,
     coalesced_at_minimum,
     conflict_free,
@@ -413,4 +415,53 @@ register(Exercise(
                 "block's total."),
     hint_oob="Guard each of the four loads separately: the last block's quarters may run past a.shape[0].",
     stub_hint="four guarded loads 128 apart into four sums; add the block's 128 sums; one thread writes out[b]",
+))
+
+
+# 07 -- §3: one element per thread as in atomic_each, but one atomic per warp (warp-aggregated atomics)
+
+WA_TPB = 256
+
+
+def _wa_input(rng, n, why):
+    a = f32(rng, n)  # small integers: the sum is exact in any order of the atomics
+    out = np.zeros(1, np.float32)
+    want = np.array([a.astype(np.float64).sum()], np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(n, WA_TPB),), (WA_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _wa_inputs(rng):
+    return [
+        _wa_input(rng, 1, "one element"),
+        _wa_input(rng, 33, "one warp and one lane"),
+        _wa_input(rng, WA_TPB, "exactly one block"),
+        _wa_input(rng, 3 * WA_TPB + 45, "three blocks, a warp and 13 lanes"),
+        _wa_input(rng, random_size(rng, 1000, 3000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.warp_atomic_sum",
+    title="One atomic per warp: a warp-aggregated sum",
+    signature="warp_atomic_sum(a, out)",
+    task=("Write `warp_atomic_sum(a, out)`: out[0] = a[0] + ... + a[n - 1] for a float32 vector a; out[0] starts at "
+          f"0. It is launched as `atomic_each` in chapter 07 §3 is, one element per thread: threads_per_block = "
+          f"{WA_TPB}, blocks_per_grid = ceil(n / {WA_TPB}). But instead of one atomic add (原子操作) per element, "
+          "each warp first adds its 32 elements in registers with shuffles (cuda.shfl_down_sync or "
+          "cuda.shfl_xor_sync, 洗牌), and only one lane per warp adds the warp's sum to out[0]: warp-aggregated "
+          "atomics (warp 级聚合原子操作). A warp with no element at all adds nothing. No shared memory is needed; "
+          "the loads stay coalesced (合并访存)."),
+    make_inputs=_wa_inputs,
+    make_trace_input=lambda rng: _wa_input(rng, trace_size(rng, 8 * WA_TPB), "whole warps"),
+    properties=(
+        coalesced("load"),
+        atomics_at_most("global", lambda inp: ceil_div(inp.args[0].size, 32), "one per warp",
+                        "Add the warp's 32 elements with shuffles first; then one lane (lane 0, say) adds the "
+                        "warp's sum with a single atomic. Every other lane adds nothing."),
+    ),
+    hint_wrong=("Every element must be counted once: all 32 lanes take part in every shuffle, with a full mask, "
+                "also lanes past the end (they bring 0), and after the shuffles only one lane of each warp adds "
+                "its value to out[0]: the other lanes hold partial sums that are already inside it."),
+    hint_oob="Guard the load of a: the last warp may be only partly inside the vector.",
+    stub_hint="a guarded load (0 past the end); five shuffles down; lane 0 of each warp adds with one atomic",
 ))
