@@ -153,13 +153,7 @@ def test_the_record_is_a_real_h200_run_of_every_case():
 # Cases whose kernel or launch changed after the recorded H200 run, each with why the record's verdicts and source
 # texts still hold; the test below fails when a case is missing here or listed needlessly.  Re-run on the GPU
 # (scripts/gpu/validate_races.py --out DIR, then --import DIR) and this empties.
-RERUN_PENDING: dict = {
-    "reduce_warp_unsynced": (
-        "now chapter 02's last_warp_unsynced (course.kernels.warps) at 256 threads, was a copy at 64 threads: the "
-        "barrier-free steps are the same six statements in warp 0, the tree steps above them have barriers"),
-    "reduce_warp_syncwarp": (
-        "now chapter 02's last_warp_syncwarp at 256 threads, was a variant at 64 threads: race-free both"),
-}
+RERUN_PENDING: dict = {}  # the H200 run 20261202T022322Z-bdbb0e ran every case as the suite has it now
 
 
 def test_the_record_ran_the_kernels_and_launches_the_suite_has_now():
