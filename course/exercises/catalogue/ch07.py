@@ -2,11 +2,15 @@
 block reduction with warp shuffles, inclusive and exclusive scans inside each block (前缀和), each block's minimum and maximum in one fused
 tree, block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits), and
 the same sums with four independent accumulators per thread (judged on load requests per element), and a whole sum
-with one atomic per warp (warp-aggregated atomics, judged on atomics per element)."""
+with one atomic per warp (warp-aggregated atomics, judged on atomics per element), and a planted divergent tree
+(each block's maximum) fixed with sequential addressing (judged on warp splits)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import cuda, float32
 
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import block_sums_input, ceil_div, f32, random_size, trace_size
@@ -464,4 +468,88 @@ register(Exercise(
                 "its value to out[0]: the other lanes hold partial sums that are already inside it."),
     hint_oob="Guard the load of a: the last warp may be only partly inside the vector.",
     stub_hint="a guarded load (0 past the end); five shuffles down; lane 0 of each warp adds with one atomic",
+))
+
+
+# 07 -- §13: a divergent tree fixed, on a block maximum of 256 elements over 128 threads (two per thread)
+
+TM_TPB = 128
+TM_PER_BLOCK = 2 * TM_TPB
+
+
+@cuda.jit
+def tree_max_planted(a, out):
+    """The planted kernel of 07.tree_max_fixed: the right maxima, through block_interleaved's divergent tree."""
+    s = cuda.shared.array(128, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * 256 + t
+    first = a[i] if i < a.shape[0] else -math.inf
+    second = a[i + 128] if i + 128 < a.shape[0] else -math.inf
+    s[t] = max(first, second)
+    cuda.syncthreads()
+    stride = 1
+    while stride < 128:
+        if t % (2 * stride) == 0:  # the working threads are spread over all four warps
+            s[t] = max(s[t], s[t + stride])
+        cuda.syncthreads()
+        stride *= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = s[0]
+
+
+def _tm_input(rng, n, why, negative=False):
+    a = f32(rng, n)
+    if negative:  # every element below 0: a padding of 0 would win
+        a = (-(np.abs(a) + 1)).astype(np.float32)
+    blocks = ceil_div(n, TM_PER_BLOCK)
+    out = np.full(blocks, np.nan, np.float32)
+    want = np.array([a[b * TM_PER_BLOCK:(b + 1) * TM_PER_BLOCK].max() for b in range(blocks)], np.float32)
+    return Input(f"n={n} ({why})", (blocks,), (TM_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _tm_inputs(rng):
+    return [
+        _tm_input(rng, 1, "one element"),
+        _tm_input(rng, 100, "one block, its second half empty, all negative", negative=True),
+        _tm_input(rng, TM_PER_BLOCK, "exactly one block"),
+        _tm_input(rng, 2 * TM_PER_BLOCK + 131, "two blocks and 131 elements, all negative", negative=True),
+        _tm_input(rng, random_size(rng, 1000, 3000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.tree_max_fixed",
+    title="A divergent tree fixed: each block's maximum with sequential addressing",
+    signature="tree_max_fixed(a, out)",
+    task=("`course.exercises.catalogue.ch07.tree_max_planted(a, out)` writes out[b] = the maximum of block b's "
+          f"{TM_PER_BLOCK} elements of the float32 vector a, launched with threads_per_block = {TM_TPB} and "
+          f"blocks_per_grid = ceil(n / {TM_PER_BLOCK}): each thread takes the larger of a[256b + t] and "
+          "a[256b + 128 + t] (-inf past the end), then the block runs `block_interleaved`'s tree (chapter 07 §13): "
+          "the threads with t % (2 * stride) == 0 work, so in the first steps every warp splits (分支分化). Its "
+          "results are right. Write `tree_max_fixed(a, out)`: the same launch, loads and result, with a tree in "
+          "which the working threads are contiguous, so that whole warps are active or idle together and only "
+          "the last five steps and thread 0's write split warp 0 (6 splits over a block's 4 warps: at most 1.5 "
+          "per warp), its shared reads free of bank conflicts "
+          "(存储体冲突), and no thread reading a value before its writer has finished (数据竞争). Thread 0 writes "
+          "out[b]: no atomics."),
+    make_inputs=_tm_inputs,
+    make_trace_input=lambda rng: _tm_input(rng, trace_size(rng, 4 * TM_PER_BLOCK, TM_PER_BLOCK), "whole blocks"),
+    properties=(
+        coalesced("load"),
+        few_warp_splits(1.5, hint="With t % (2 * stride) == 0 the working threads are spread over every warp, "
+                                  "so all four warps split in each of the first five steps. Let threads "
+                                  "0 .. stride - 1 work, with the stride halving from 64: only the steps inside "
+                                  "warp 0 (and thread 0's write) split a warp."),
+        conflict_free("load", name="no bank conflicts on the tree's shared loads (存储体冲突)",
+                      hint="Contiguous threads are half the fix: which words do they read? When thread t works "
+                           "on word 2·stride·t (§6's block_strided), neighbouring lanes read words 2·stride apart "
+                           "and share banks. Let thread t work on word t, its partner a fixed distance above."),
+        no_atomics("global"),
+        no_races(hint="Each step reads what other threads wrote in the step before: every thread of the block, "
+                      "the idle ones too, must reach the barrier between two steps."),
+    ),
+    hint_wrong=("A thread with no element brings -inf, never 0 (all the elements may be negative), and the tree "
+                "must end with the maximum of all 128 values in s[0]: count the steps from 64 down to 1."),
+    hint_oob="Guard both loads: the last block's elements may run past a.shape[0], its second half first.",
+    stub_hint="start from the planted kernel: which threads work in each step, and which words do they read?",
 ))
