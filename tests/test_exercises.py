@@ -335,7 +335,7 @@ def test_build_check_notices_drift(tmp_path):
     nb = nbformat.read(exe / "05_transpose_exercises.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     listed = nbformat.read(sol / "05_transpose_solutions.ipynb", as_version=4).metadata["course"]["exercises"]
-    assert "BEGIN SOLUTION" not in code and code.count("raise NotImplementedError") == len(listed) == 4  # one stub each
+    assert "BEGIN SOLUTION" not in code and code.count("raise NotImplementedError") == len(listed) == 5  # one stub each
     nb.cells[0].source += " edited"
     nbformat.write(nb, exe / "05_transpose_exercises.ipynb")
     assert E.build(check_only=True, solutions=sol, exercises=exe) == ["exercises/05_transpose_exercises.ipynb"]

@@ -1,7 +1,8 @@
 """Chapter 05: transpose (矩阵转置) — a matrix of float pairs through a shared tile (coalesced on both sides), a batch
 through one padded tile per block, a swizzled tile with four elements per thread, and a design of your own on a 1-D
 grid, judged on performance: on a GPU backend timed with course.measure.bench against the device copy (a point per
-fraction of its bandwidth reached), on the CPU on the tracer's properties alone."""
+fraction of its bandwidth reached), on the CPU on the tracer's properties alone; and the naive transpose turned round
+on a flat grid over dst, judged on coalesced stores."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import numpy as np
 
 from course.exercises.contract import Exercise, Input, Property
 from course.exercises.inputs import ceil_div, distinct, random_size, trace_shape, trace_size
-from course.exercises.properties import coalesced, conflict_free, no_races, shared_at_most, uses_shared
+from course.exercises.properties import (
+    coalesced,
+    conflict_free,
+    no_races,
+    shared_at_most,
+    shared_bytes_at_most,
+    uses_shared,
+)
 from course.exercises.registry import register
 
 TP_TILE = 32
@@ -356,4 +364,59 @@ register(Exercise(
                 "how the 1-D block number becomes a tile row and column: the tiles are numbered row by row."),
     hint_oob="Guard every global load and store: the last tiles are only partly inside src and dst.",
     stub_hint="block b is one 32x32 tile; 256 threads = 8 rows of 32 lanes, each moving 4 elements",
+))
+
+
+# 05 -- §1: the naive transpose turned round: a flat 1-D grid that walks dst, so the stores are coalesced
+
+FL_TPB = 256
+
+
+def _fl_input(rng, rows, cols, why):
+    src = distinct(rng, (rows, cols))
+    want = np.ascontiguousarray(src.T)
+    dst = np.full(want.shape, np.nan, np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(rows * cols, FL_TPB),), (FL_TPB,), (src, dst), {1: want},
+                 ("src", "dst"))
+
+
+def _fl_inputs(rng):
+    return [
+        _fl_input(rng, 1, 1, "one element"),
+        _fl_input(rng, 17, 16, "not square"),
+        _fl_input(rng, 1, 33, "one row"),
+        _fl_input(rng, 33, 1, "one column"),
+        _fl_input(rng, 37, 31, "primes"),
+        _fl_input(rng, random_size(rng, 33, 70), random_size(rng, 33, 70), "random"),
+    ]
+
+
+register(Exercise(
+    name="05.transpose_flat",
+    title="The naive transpose turned round: a flat grid over dst, coalesced stores",
+    signature="transpose_flat(src, dst)",
+    task=("Write `transpose_flat(src, dst)`: dst = src.T for a float32 matrix src of shape (rows, cols), dst of "
+          f"shape (cols, rows). It is launched on a 1-D grid, one thread per element: threads_per_block = {FL_TPB}, "
+          f"blocks_per_grid = ceil(rows * cols / {FL_TPB}). `naive` in chapter 05 §1 lets consecutive threads walk "
+          "a row of the source: its loads are coalesced (合并访存) and its stores land n_rows elements apart, a "
+          "sector each. Turn that round: let the flat thread index walk dst in row-major order (行优先), so that "
+          "the 32 lanes of a warp store 32 neighbouring floats of a row of dst, and read each element from src "
+          "wherever it is: the loads are now the strided side. No shared memory: this is still the one-line "
+          "transpose, with the cost moved to the reads."),
+    make_inputs=_fl_inputs,
+    make_trace_input=lambda rng: _fl_input(rng, *trace_shape(rng, (64, 64), (32, 32), 3072), "whole tiles"),
+    properties=(
+        coalesced("store", hint="Which element of dst does thread i write? If i walks src row by row, lanes i and "
+                                "i + 1 write dst[c, r] and dst[c + 1, r], a row of dst apart. Split i by the row "
+                                "length of dst, not of src."),
+        shared_bytes_at_most(0, "no shared memory: the index alone moves the strided side",
+                             "No tile here: the exercise moves the strided side from the stores to the loads "
+                             "with the index alone."),
+    ),
+    hint_wrong=("dst has shape (cols, rows): a row of dst is rows long. Split the flat index by dst.shape[1] into "
+                "dst's row and column; the element comes from src with the two swapped."),
+    hint_oob=("Guard the flat index: the last block runs past rows * cols. And split it by the row length of dst, "
+              "dst.shape[1]: a row and a column taken from another length fall outside one of the two arrays "
+              "when the matrix is not square."),
+    stub_hint="one flat index per thread over dst, split into dst's row and column; read src with them swapped",
 ))
