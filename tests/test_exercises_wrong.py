@@ -104,7 +104,8 @@ EXPECT_B = {
     "03.kinetic_energy": ("fail", ["correct result", "n=1"], ["vx"]),
     "03.column_sums": ("fail", ["correct result", "17x16"], ["all rows"]),
     "03.aos_to_soa": ("error", ["out of bounds", "q[i, f]"], ["8n floats"]),
-    "03.weighted_sum": ("fail", ["correct result", "1x1"], ["k = 0 .. m - 1"]),  # w[0] left out
+    # w[0] left out: wrong on the first input whose w[0] * x[0, i] is not 0 (small integers: 1x1 may be 0 * x)
+    "03.weighted_sum": ("fail", ["correct result"], ["k = 0 .. m - 1"]),
     "04.stencil_1d": ("fail", ["correct result", "n=129"], ["halo"]),
     "04.histogram": ("fail", ["correct result", "no race between threads", "h[t] = 0"], ["wait"]),
     "04.segment_sums": ("fail", ["correct result", "n=296"], ["read back at the same place"]),
