@@ -101,7 +101,8 @@ EXPECT_B = {
     "04.row_sums_swizzled": ("fail", ["correct result"], ["swizzled column"]),
     "02.count_positive": ("fail", ["correct result", "expected 1"], ["only one lane"]),
     "02.warp_sum_fixed": ("fail", ["correct result", "no race between threads"], ["wait"]),
-    "03.kinetic_energy": ("fail", ["correct result", "n=1"], ["vx"]),
+    # data-dependent: the first input on which the wrong kernel is wrong (small integers can make n=1 right by luck)
+    "03.kinetic_energy": ("fail", ["correct result"], ["vx"]),
     "03.column_sums": ("fail", ["correct result", "17x16"], ["all rows"]),
     "03.aos_to_soa": ("error", ["out of bounds", "q[i, f]"], ["8n floats"]),
     # w[0] left out: wrong on the first input whose w[0] * x[0, i] is not 0 (small integers: 1x1 may be 0 * x)
@@ -125,7 +126,7 @@ EXPECT_B = {
     "06.sum_grid_stride": ("fail", ["correct result", "elements wrong"], ["exactly once"]),
     "06.stencil_2d": ("fail", ["correct result", "1x33"], ["halo"]),
     "07.block_sums_shuffle": ("fail", ["correct result", "n=33"], ["shuffle"]),
-    "07.inclusive_scan": ("fail", ["correct result", "n=1"], ["2d elements"]),
+    "07.inclusive_scan": ("fail", ["correct result"], ["2d elements"]),  # n=1 is right by luck when a[0] is 0
     "07.min_max_blocks": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"], ["bank"]),
     "07.exclusive_scan": ("fail", ["correct result", "no race between threads", "s[t] += s[t - d]"], ["wait"]),
     "07.block_sums_sequential": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"],
