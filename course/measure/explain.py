@@ -54,7 +54,7 @@ import numpy as np
 
 import course
 from course import device as _dev
-from course.measure.sampling import LOOP_CAP, LoopSampler, Scaled, loop_structure
+from course.measure.sampling import LOOP_CAP, LoopSampler, Scaled, kernel_def, loop_structure
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VALIDATION = ROOT / "data" / "explain_validation.json"
@@ -215,14 +215,8 @@ def _written_parameters(fn):
     a call (an atomic, a device function); None when the source is not at hand or a store goes through any other
     name than a parameter or a ``cuda.shared/local.array`` (a view or alias of a parameter could be written)."""
     import ast
-    import inspect
-    import textwrap
 
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    fdef = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    fdef = kernel_def(fn.__code__)
     if fdef is None:
         return None
     params = [a.arg for a in fdef.args.args]

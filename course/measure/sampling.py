@@ -67,6 +67,18 @@ def _module_tree(code):
         return None
 
 
+def kernel_def(code):
+    """The ``def`` of the function compiled to ``code``, parsed from its file or notebook cell with the file's own
+    line numbers, or None without its source."""
+    import ast
+
+    tree = _module_tree(code)
+    if tree is None:
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= code.co_firstlineno + 1
+                 and n.name == code.co_name and (n.end_lineno or 0) >= code.co_firstlineno), None)
+
+
 def loop_structure(code, trips: dict) -> list:
     """The kernel's loops (``for … in range(…)`` and ``while``): ``(header line, last line, trips if the compiler can unroll it
     fully, else None)``.  A loop whose bounds name no parameter and no local of the kernel has the same trips in
@@ -74,11 +86,7 @@ def loop_structure(code, trips: dict) -> list:
     holds one copy per trip."""
     import ast
 
-    tree = _module_tree(code)
-    if tree is None:
-        return []
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= code.co_firstlineno + 1
-               and n.name == code.co_name and (n.end_lineno or 0) >= code.co_firstlineno), None)
+    fn = kernel_def(code)
     if fn is None:
         return []
     params = {a.arg for a in fn.args.args}

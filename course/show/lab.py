@@ -229,16 +229,21 @@ class Launch:
     def want(self) -> np.ndarray:
         """The expected result (computed now, once, when ``expected`` is a function)."""
         if callable(self.expected):
-            object.__setattr__(self, "expected", self.expected())
+            self.expected = self.expected()
         return self.expected
 
 
-def _matches(got, launch: Launch) -> bool:
+def _close(got, launch: Launch) -> np.ndarray:
+    """Which elements of ``got`` are within ``rtol`` of the expected result (of its largest value, for the atol)."""
     want = launch.want()
-    if launch.exact:
-        return np.array_equal(got, want)
     scale = float(np.abs(want).max()) if np.size(want) else 1.0
-    return bool(np.allclose(got, want, rtol=launch.rtol, atol=launch.rtol * (scale or 1.0)))
+    return np.isclose(got, want, rtol=launch.rtol, atol=launch.rtol * (scale or 1.0))
+
+
+def _matches(got, launch: Launch) -> bool:
+    if launch.exact:
+        return np.array_equal(got, launch.want())
+    return bool(_close(got, launch).all())
 
 
 def _gpu_row(name, kernel, launch: Launch):
@@ -264,9 +269,7 @@ def _gpu_row(name, kernel, launch: Launch):
         cuda.synchronize()
         got = out.copy_to_host()
         if not _matches(got, launch):
-            want = launch.want()
-            bad = int(np.count_nonzero(~np.isclose(got, want, rtol=launch.rtol,
-                                                    atol=launch.rtol * float(np.abs(want).max() or 1))))
+            bad = int(np.count_nonzero(~_close(got, launch)))
             raise bench.BenchError(f"{name}: {bad} of {got.size} elements differ from the NumPy reference. "
                                    "Fix the kernel before timing it.")
     # the kernel alone: launches queued behind a sleeping kernel, so numba's ~20-50 µs of host time per launch

@@ -68,10 +68,13 @@ def trace(kernel, griddim, blockdim, *args, dynshared=0, detail_blocks=None, lin
         except Exception as e:  # an argument numba cannot type: the launch will say so
             why = f"the arguments could not be typed for the GPU compiler ({type(e).__name__})"
     inst = instrument(fn, while_as_range) if lines else None  # (code, weights): line markers, else sys.settrace
-    plain = (_while_as_range(fn) if while_as_range else None) or fn
-    run = inst[0] if inst is not None else (kernel if plain is fn else plain)
+    if inst is not None:
+        run = own = inst[0]
+    else:  # the kernel itself, or its copy with grid-stride loops as range loops
+        own = (_while_as_range(fn) if while_as_range else None) or fn
+        run = kernel if own is fn else own
     # the code the engine runs: its copy with the literals typed as numba-cuda types them (engine.numba_function)
-    rec = Recorder(_engine.numba_function(run if inst is not None else plain).__code__, keep, lines,
+    rec = Recorder(_engine.numba_function(own).__code__, keep, lines,
                    line_weights=inst[1] if inst is not None else None,
                    compiler_mode=compiler, compiler_job=job, compiler_why=why)
     tracer = settrace_lines(rec) if lines and inst is None else None

@@ -86,7 +86,7 @@ class _Marker(ast.NodeTransformer):
         return node
 
 
-_INSTRUMENTED: dict = {}  # id(original code) -> (original code, instrumented code or None, weights)
+_INSTRUMENTED: dict = {}  # (id(original code), marked, loops) -> (original code, copy's code or None, weights)
 
 
 def _marker_line(node):
@@ -100,30 +100,32 @@ def _marker_line(node):
 def instrument(fn, while_as_range=False):
     """A copy of kernel ``fn`` whose statements report (thread, line), and the line weights; None if no source.
     ``while_as_range``: its grid-stride ``while`` loops also run as ``range`` loops (:func:`while_as_range`)."""
-    key = (id(fn.__code__), while_as_range)
-    hit = _INSTRUMENTED.get(key)
-    if hit is None or hit[0] is not fn.__code__:
-        made = _instrumented_code(fn, mark=True, loops=while_as_range)
-        hit = _INSTRUMENTED[key] = (fn.__code__,) + (made if made else (None, None))
-    return _function(fn, hit[1], hit[2])
+    return _copy_of(fn, mark=True, loops=while_as_range)
 
 
 def while_as_range(fn):
     """A copy of kernel ``fn`` whose grid-stride loops run as ``range`` loops, or None when it has none.
 
     A ``while i < n: …; i += stride`` loop (its last statement the step; ``i``, ``n`` and ``stride`` assigned
-    nowhere else in the body; no ``continue`` or ``else``; ``i`` not read after the loop) runs exactly the trips
-    of ``for i in range(i, n, stride): …`` when ``stride > 0``.  As a ``range`` loop it can be cut short and its
-    lines' counts scaled back up (:class:`course.measure.sampling.LoopSampler`): that is what
-    :func:`course.explain` needs of a grid-stride kernel at a size of millions.  Line numbers are the
-    original's (the ``for`` stands on the ``while``'s line; the step's line no longer runs)."""
-    key = (id(fn.__code__), "loops")
+    nowhere else in the body; no ``continue`` or ``else``) runs exactly the trips of ``for i in range(i, n,
+    stride): …`` when ``stride > 0``, and its ``else`` leaves ``i`` where the while would (a ``break`` leaves it
+    as the while does).  As a ``range`` loop it can be cut short and its lines' counts scaled back up
+    (:class:`course.measure.sampling.LoopSampler`): that is what :func:`course.explain` needs of a grid-stride
+    kernel at a size of millions.  Line numbers are the original's: the ``for`` stands on the ``while``'s line,
+    and the step's line still runs once per trip (a dead sum in its place)."""
+    made = _copy_of(fn, mark=False, loops=True)
+    return made[0] if made else None
+
+
+def _copy_of(fn, mark, loops):
+    """:func:`_instrumented_code` of ``fn``, made once per code object and kind, as a function: (function, line
+    weights), or None."""
+    key = (id(fn.__code__), mark, loops)
     hit = _INSTRUMENTED.get(key)
     if hit is None or hit[0] is not fn.__code__:
-        made = _instrumented_code(fn, mark=False, loops=True)
+        made = _instrumented_code(fn, mark=mark, loops=loops)
         hit = _INSTRUMENTED[key] = (fn.__code__,) + (made if made else (None, None))
-    made = _function(fn, hit[1], hit[2])
-    return made[0] if made else None
+    return _function(fn, hit[1], hit[2])
 
 
 def _function(fn, code, weights):
@@ -144,8 +146,7 @@ def _function(fn, code, weights):
 class _WhileAsRange(ast.NodeTransformer):
     """Rewrites the grid-stride ``while`` loops of one function as ``range`` loops (see :func:`while_as_range`)."""
 
-    def __init__(self, fdef):
-        self.fdef = fdef
+    def __init__(self):
         self.changed = 0
 
     @staticmethod
@@ -246,7 +247,7 @@ def _instrumented_code(fn, mark=True, loops=False):
     if not fdef.body:
         return None
     if loops:
-        w = _WhileAsRange(fdef)
+        w = _WhileAsRange()
         fdef = w.visit(fdef)
         if not w.changed and not mark:
             return None
