@@ -74,9 +74,9 @@ measurements 40 scripts/gpu/measure_warps.py
 verify 40 scripts/gpu/bench_shared_memory.py --reps 3
 verify 50 scripts/gpu/bench_reduction.py --no-sweep --reps 3
 verify 50 scripts/gpu/measure_occupancy.py --reps 3
-verify 50 scripts/gpu/profile_case_study.py --size 1024 --reps 3 --deadline 35
+verify 90 scripts/gpu/profile_case_study.py --size 1024 --reps 3 --deadline 75
 verify 40 scripts/gpu/bench_matmul.py --no-sweep --size 2048 --reps 2 --budget 20
-verify 40 scripts/gpu/bench_transpose.py --no-sweep --no-ncu --reps 3
+verify 100 scripts/gpu/bench_transpose.py --no-sweep --no-ncu --reps 3
 LIST
       echo "measure step: $(( $(date +%s) - start )) s" ;;
     *) python3 "$step" --out "$LANE/measurements" 2>&1 | tee "$LANE/$(basename "$step" .py).log" || status=1 ;;
