@@ -20,7 +20,12 @@ that one unit were the only limit:
 ``launch`` a launch's own floor (~2 µs on the H200, with launches queued)
 =========  ==================================================================================================
 
-The prediction is the largest ceiling, plus a share of the next one (units overlap, but not perfectly);
+The prediction is the largest ceiling, plus a share of the next one (units overlap, but not perfectly).
+The **limiter** is named as Nsight Compute's busiest unit is (:func:`limiter_of`): each unit's predicted
+utilisation is its ceiling at the unit's *peak* rate over the predicted time, and the busiest unit is the limiter
+when it reaches :data:`BUSY` (60 %) of its peak; otherwise ``latency`` (``launch`` under :data:`LAUNCH_BOUND_S`),
+and ``atomics`` when same-address atomics take 60 % of the time.  So a streaming kernel whose latency ceiling is
+the largest is still ``l2`` or ``dram`` when that unit is busy enough, as the profile would say;
 the constants (bandwidths, latency, the overlap) live in :data:`H200` and were fitted on part of the
 course's profiled kernels (``data/explain_validation.json``), whose other part measures the error.
 ``launch_overhead_ms`` is numba's host time to issue a launch, which a notebook that times one call sees
@@ -76,6 +81,9 @@ class Constants:
     sms: int = _dev.SM_COUNT
     schedulers: int = 4
     dram_bps: float = 4.25e12  # the 1 GiB device copy of the same run, bytes read + written
+    # the peak Nsight Compute's dram__throughput % is taken of: DRAM bytes / time / that % in the profile run, the
+    # same 4.81 TB/s on each of its 30 cases over 30 % (a copy reaches 88 % of it)
+    dram_peak_bps: float = 4.81e12
     l2_bps: float = 6.4e12  # lts__t_sectors over time × lts% of vector_add (n = 2^25) in the same run
     l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
     l1_wavefronts_per_cycle: float = 1.0
@@ -549,13 +557,32 @@ def stated_error() -> str:
     return _FITTED["error"]
 
 
+BUSY = 0.6  # a unit at this share of its peak is the limiter (Nsight Compute's rule of thumb; explain_check's too)
+LAUNCH_BOUND_S = 4e-6  # a launch this short with no busy unit is "launch"
+
+
+def limiter_of(ceil: dict, seconds: float, k: Constants = H200) -> str:
+    """The limiter as the profile names it: the unit with the highest predicted share of its peak, if it reaches
+    :data:`BUSY`; ``atomics`` when same-address atomics take that share of the time; else ``latency`` (or
+    ``launch`` for a launch under :data:`LAUNCH_BOUND_S`).  The ceilings are at achievable rates; a unit's peak is
+    higher where the two differ (DRAM: a copy's 4.25 TB/s of a 4.81 TB/s peak; the schedulers: ``issue_efficiency``)."""
+    if ceil.get("atomics", 0.0) >= BUSY * seconds:
+        return "atomics"
+    peak = {"dram": k.dram_bps / k.dram_peak_bps, "issue": k.issue_efficiency, "l2": 1.0, "l1": 1.0, "shared": 1.0}
+    util = {u: ceil[u] * f / seconds for u, f in peak.items() if u in ceil and seconds > 0}
+    best = max(util, key=util.get) if util else None
+    if best is not None and util[best] >= BUSY:
+        return best
+    return "launch" if seconds < LAUNCH_BOUND_S else "latency"
+
+
 def predict(c: Counts, k: Constants | None = None) -> tuple:
     """(seconds, limiter, ceilings in seconds sorted binding first) for counted launch ``c``."""
     k = k or constants()
     ceil = ceilings(c, k)
     ordered = dict(sorted(ceil.items(), key=lambda kv: -kv[1]))
-    limiter = next(iter(ordered))
-    return combine(ceil, k), limiter, ordered
+    seconds = combine(ceil, k)
+    return seconds, limiter_of(ceil, seconds, k), ordered
 
 
 def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_s=BUDGET_S) -> Explanation:

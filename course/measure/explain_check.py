@@ -10,7 +10,9 @@ Compute finds** is the busiest of DRAM, L2, L1/shared (``shared`` when shared-me
 L1's data-path wavefronts) and the SM's issue (``issue``), as % of peak; ``latency`` when none reaches 60 %.
 Two refinements, stated because they go beyond the counters: a case whose same-address atomics, at the H200's
 measured 1.76 ns each, account for at least 60 % of its time is ``atomics`` (no throughput counter sees a
-serialised atomic), and a case under 4 µs with no unit at 60 % is ``launch``.
+serialised atomic), and a case under 4 µs with no unit at 60 % is ``launch``.  The predicted limiter is named by
+the same rule from the predicted utilisations (:func:`course.measure.explain.limiter_of`), so that both sides
+answer the same question.
 
 **The split**: a case is in the calibration half when the first hex digit of the SHA-1 of its name is even, else
 held out — fixed before any fit, blind to the kernels' families (so a held-out transpose may have a sibling in
@@ -59,12 +61,12 @@ def measured_limiter(rec: dict, counts: dict) -> str:
     shared_wf = n.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 0) or 0
     if wf and shared_wf / wf > 0.5:
         units["shared"] = units.pop("l1")
-    if counts.get("atomic_chain", 0) * X.H200.atomic_same_address_s * 1e3 >= 0.6 * ms:
+    if counts.get("atomic_chain", 0) * X.H200.atomic_same_address_s * 1e3 >= X.BUSY * ms:
         return "atomics"
     best = max(units, key=units.get)
-    if units[best] >= 60:
+    if units[best] >= 100 * X.BUSY:
         return best
-    return "launch" if ms < 0.004 else "latency"
+    return "launch" if ms < X.LAUNCH_BOUND_S * 1e3 else "latency"
 
 
 def count_all(names=None) -> dict:
