@@ -105,7 +105,7 @@ def test_the_preregistered_predictions_follow_from_their_counts():
     pre = V.preregistered()
     if not pre:
         pytest.skip("no pre-registration yet: run python -m course.measure.explain_check predict-unseen")
-    assert set(pre["cases"]) == set(pre["counts"]) == {c.name for c in SMALL}
+    assert set(pre["cases"]) == set(pre["counts"]) >= {c.name for c in SMALL}
     k_then = X.Constants(**pre["constants"])
     assert V.predictions(pre["counts"], k_then) == pre["cases"]
     now = X.constants()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib.util
 import hashlib
 import json
 import math
@@ -50,8 +51,8 @@ FITTED = ("issue_efficiency", "latency_s", "l1_latency_s", "barrier_s", "overlap
           "store_latency_s", "instructions_per_step", "l2_resident_bytes")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
-#: A case with one of these tags is unseen: never fitted on (the claims' cases, when they come, add theirs here).
-UNSEEN_TAGS = ("solution",)
+#: A case with one of these tags is unseen: never fitted on (the exercises' solutions; the claims' own launches).
+UNSEEN_TAGS = ("solution", "claim")
 
 
 def split_of(name: str) -> str:
@@ -93,7 +94,10 @@ def case_set(which: str = "timed") -> list:
         from course.exercises import solution_cases
 
         out += solution_cases.cases()
-        # hook: course/measure/claim_cases.py's cases() join the unseen set here (tag them with an UNSEEN_TAGS tag)
+        if importlib.util.find_spec("course.measure.claim_cases") is not None:  # the claims' own launches, unseen too
+            from course.measure import claim_cases
+
+            out += claim_cases.cases()
     return out
 
 
@@ -193,13 +197,16 @@ def fit(counts: dict, records: dict, keep=None, rounds: int = 8) -> X.Constants:
 
 
 def records_by_case(records=None) -> dict:
-    """name -> profile record: the chapters' cases from the latest run that has them, and the unseen cases from the
-    latest run that has them (profiled apart, ``--set solutions``), so that one run does not hide the other."""
+    """name -> profile record: the chapters' cases from the latest run that has them, and each kind of unseen case
+    (:data:`UNSEEN_TAGS`) from the latest run that has it (profiled apart, ``--set solutions``), so that one run does
+    not hide another."""
     recs = [r for r in (measurements.load("kernel_profiles") if records is None else records) if r.get("kind") == "case"]
+    def group(r):
+        return next((t for t in UNSEEN_TAGS if t in r.get("tags", ())), "")
+
     out = {}
-    for group in (False, True):
-        mine = [r for r in recs if any(t in UNSEEN_TAGS for t in r.get("tags", ())) == group]
-        out.update({r["variant"]: r for r in measurements.latest_run(mine)})
+    for g in ("",) + UNSEEN_TAGS:  # the chapters' cases, then each unseen kind, each from its own latest run
+        out.update({r["variant"]: r for r in measurements.latest_run([r for r in recs if group(r) == g])})
     return out
 
 
@@ -346,6 +353,10 @@ def main(argv=None) -> int:
     elif cmd == "table":
         DOC.write_text(table(json.loads(OUT.read_text())))
     elif cmd == "predict-unseen":
+        if PREDICTIONS.exists() and "--again" not in argv:
+            print(f"{PREDICTIONS.name} exists: a pre-registration is not made twice. Add --again only if no unseen "
+                  "case has been profiled since it was made (then say so in the commit).")
+            return 1
         t0 = time.perf_counter()
         counts = count_all(which="solutions")
         PREDICTIONS.write_text(json.dumps(predict_unseen(counts), indent=1) + "\n")
