@@ -244,6 +244,9 @@ def test_the_layer_checker_sees_function_level_and_relative_imports():
 
 #: Imports against the layers' direction, each a learner's door that imports when it is called, never at import.
 DOORS = {("course", "course.measure.explain"): "course.explain(...): the explainer's one door (issue 24)",
+         ("course.measure.explain_check", "course.exercises.solution_cases"):
+             "the validation's unseen set is the exercises' solutions, which only the judge layer can read (the "
+             "grader's path from a notebook cell to a kernel); imported by the count commands, never at import (issue 24)",
          ("course.engine.gpu_typing", "course.trace.compiler_typing"):
              "a launch asks the GPU compiler's typing child whether numba-cuda would compile the kernel (issue 27); "
              "one describer and one cache with the tracer's compiler facts; imported at the first check, never at "

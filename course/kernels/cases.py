@@ -19,7 +19,9 @@ class Case:
 
     ``expect`` optionally holds counts derived by hand (a subset of the totals' keys), so that the
     CPU tests check the tracer against arithmetic and the GPU run checks both against the hardware.
-    ``note`` says what the case is about, or why its hardware count is uncertain.
+    ``note`` says what the case is about, or why its hardware count is uncertain.  ``check``, when given, says
+    whether a launch was right: ``check(before, after) -> ''`` (right) or what is wrong where, from the arguments
+    before and after the launch (host copies).
     """
 
     name: str
@@ -31,6 +33,7 @@ class Case:
     note: str = ""
     dynshared: int = 0
     tags: tuple = field(default_factory=tuple)
+    check: Optional[Callable[[tuple, tuple], str]] = None
 
     def args(self, seed: int = 0) -> tuple:
         """Fresh arguments from a NumPy generator seeded with ``seed``."""

@@ -3,6 +3,8 @@
     python -m course.measure.explain_check count    # trace every timed case on the CPU -> data/explain_validation.json
     python -m course.measure.explain_check fit      # fit the constants on the calibration half, score the held-out half
     python -m course.measure.explain_check table    # docs/explain_validation.md from the JSON
+    python -m course.measure.explain_check count --set solutions   # count the unseen set (or: count NAME ...)
+    python -m course.measure.explain_check predict-unseen   # freeze the unseen set's predictions, before its GPU run
 
 **The measured side** is ``data/measurements/kernel_profiles.json`` (``scripts/gpu/profile_kernels.py``): per case
 the kernel alone with launches queued (``ms``) and Nsight Compute's speed-of-light counters.  **The limiter Nsight
@@ -19,14 +21,24 @@ held out — fixed before any fit, blind to the kernels' families (so a held-out
 calibration; the leave-one-chapter-out score, also reported, has none).  The constants marked "fitted" in
 :class:`course.measure.explain.Constants` are chosen on the calibration half only (a coordinate search on the
 median log error); the held-out error is what the course states beside every prediction.
+
+**Unseen**: the exercises' solution kernels (``course.exercises.solution_cases``, tag ``solution``), profiled after
+the constants were fixed.  They are never fitted on and never in the leave-one-chapter-out check; they are scored
+with the constants fitted on the calibration half.  Their predictions are pre-registered before their GPU run
+(``predict-unseen`` writes ``data/explain_predictions_unseen.json``: each case's prediction, limiter and ceilings,
+the counts they came from, the constants and the commit of the model), and the score compares the measurements
+with those frozen predictions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import importlib.util
 import hashlib
 import json
 import math
+import subprocess
 import sys
 import time
 
@@ -40,6 +52,9 @@ DOC = X.ROOT / "docs" / "explain_validation.md"
 FITTED = ("issue_efficiency", "latency_s", "l1_latency_s", "barrier_s", "overlap", "l2_partial_sectors_per_s",
           "store_latency_s", "instructions_per_step", "l2_resident_bytes")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
+PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
+#: A case with one of these tags is unseen: never fitted on (the exercises' solutions; the claims' own launches).
+UNSEEN_TAGS = ("solution", "claim")
 
 
 def split_of(name: str) -> str:
@@ -69,16 +84,41 @@ def measured_limiter(rec: dict, counts: dict) -> str:
     return "launch" if ms < X.LAUNCH_BOUND_S * 1e3 else "latency"
 
 
-def count_all(names=None) -> dict:
-    """Trace every timed case (seed 0, :data:`SAMPLE` blocks) with the compiler's facts; ``{name: counts dict}``."""
+def case_set(which: str = "timed") -> list:
+    """The H200-size cases of one set: ``timed`` (the chapters'), ``solutions`` (the exercises', unseen) or ``all``."""
+    out = []
+    if which in ("timed", "all"):
+        from course.measure import timed_cases
+
+        out += timed_cases.cases()
+    if which in ("solutions", "all"):
+        # the judge layer's: the solutions are read from their notebooks by the grader's path (a declared door)
+        from course.exercises import solution_cases
+
+        out += solution_cases.cases()
+        if importlib.util.find_spec("course.measure.claim_cases") is not None:  # the claims' own launches, unseen too
+            from course.measure import claim_cases
+
+            out += claim_cases.cases()
+    return out
+
+
+def unseen(d: dict) -> bool:
+    """Whether a case's counts (``count_all``'s dict) are of an unseen case."""
+    return any(t in UNSEEN_TAGS for t in d.get("tags", ()))
+
+
+def count_all(names=None, which: str = None) -> dict:
+    """Trace every case of a set (seed 0, :data:`SAMPLE` blocks) with the compiler's facts; ``{name: counts dict}``.
+
+    ``which`` defaults to ``all`` when ``names`` are given (a name is looked up in every set), else ``timed``."""
     from numba import typeof
 
     from course import engine
-    from course.measure import timed_cases
     from course.trace import compiler
 
     out = {}
-    for c in timed_cases.cases():
+    for c in case_set(which or ("all" if names else "timed")):
         if names and c.name not in names:
             continue
         t0 = time.perf_counter()
@@ -93,6 +133,8 @@ def count_all(names=None) -> dict:
         d.pop("kernel_file", None)
         d["loops"] = [list(x) for x in d.get("loops", [])]
         d["seconds"] = round(time.perf_counter() - t0, 2)
+        if any(t in UNSEEN_TAGS for t in c.tags):
+            d["tags"] = [t for t in c.tags if t in UNSEEN_TAGS]
         out[c.name] = d
         print(f"{c.name}: {d['seconds']} s", file=sys.stderr, flush=True)
     return out
@@ -127,7 +169,8 @@ def rows_for(counts: dict, records: dict, k: X.Constants) -> list:
                      # the issue ceiling's own error: warp instructions counted on the CPU over those the H200 ran
                      "instructions_ratio": (d["warp_instructions"] / executed
                                             if d.get("warp_instructions") and executed else None),
-                     "chapter": next((t for t in rec.get("tags", []) if t.startswith("ch")), "")})
+                     "chapter": next((t for t in rec.get("tags", []) if t.startswith("ch")), ""),
+                     **({"run": rec["run"]} if any(t in UNSEEN_TAGS for t in rec.get("tags", ())) else {})})
     return rows
 
 
@@ -159,14 +202,87 @@ def fit(counts: dict, records: dict, keep=None, rounds: int = 8) -> X.Constants:
     return k
 
 
-def records_by_case() -> dict:
-    recs = measurements.latest_run(measurements.load("kernel_profiles"))
-    return {r["variant"]: r for r in recs if r.get("kind") == "case"}
+def records_by_case(records=None) -> dict:
+    """name -> profile record: the chapters' cases from the latest run that has them, and each kind of unseen case
+    (:data:`UNSEEN_TAGS`) from the latest run that has it (profiled apart, ``--set solutions``), so that one run does
+    not hide another."""
+    recs = [r for r in (measurements.load("kernel_profiles") if records is None else records) if r.get("kind") == "case"]
+    def group(r):
+        return next((t for t in UNSEEN_TAGS if t in r.get("tags", ())), "")
+
+    out = {}
+    for g in ("",) + UNSEEN_TAGS:  # the chapters' cases, then each unseen kind, each from its own latest run
+        out.update({r["variant"]: r for r in measurements.latest_run([r for r in recs if group(r) == g])})
+    return out
+
+
+def preregistered() -> dict:
+    """The frozen predictions of the unseen set (``predict-unseen``), or {} before they are made."""
+    return json.loads(PREDICTIONS.read_text()) if PREDICTIONS.exists() else {}
+
+
+def _git(*args) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=X.ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def predictions(counts: dict, k: X.Constants) -> dict:
+    """case -> predicted_ms, limiter, ceilings_ms, from its counts and the constants ``k``."""
+    out = {}
+    for name, d in counts.items():
+        seconds, limiter, ordered = X.predict(_counts(d), k)
+        out[name] = {"predicted_ms": seconds * 1e3, "limiter": limiter,
+                     "ceilings_ms": {a: b * 1e3 for a, b in ordered.items()}}
+    return out
+
+
+def predict_unseen(counts: dict) -> dict:
+    """The pre-registration: every unseen case's prediction with the constants in force now, and where from."""
+    k = X.constants()
+    source = ("data/explain_validation.json: fitted on the calibration half of run "
+              f"{json.loads(OUT.read_text())['measured']['run']}" if OUT.exists() else "course.measure.explain defaults")
+    return {
+        "what": "course.explain's predictions for the unseen cases (the exercises' solutions), made on the CPU before "
+                "they were profiled on the H200; explain_check scores the profile against these, not a later model",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": _git("rev-parse", "HEAD"), "model_commit": _git("log", "-1", "--format=%H", "--", "course/measure/explain.py"),
+        "constants_source": source, "constants": dataclasses.asdict(k),
+        "sample_blocks": SAMPLE, "loop_cap": X.LOOP_CAP,
+        "limiters": dict(sorted(_tally(v["limiter"] for v in predictions(counts, k).values()).items())),
+        "cases": predictions(counts, k), "counts": counts,
+    }
+
+
+def _tally(items) -> dict:
+    out = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def unseen_rows(counts: dict, records: dict, k: X.Constants, frozen: dict) -> list:
+    """The unseen cases that have a profile record: measured against the frozen prediction where there is one
+    (``frozen_ms`` beside what ``k`` predicts now), else against ``k``'s."""
+    rows = rows_for({n: d for n, d in counts.items() if unseen(d)}, records, k)
+    for r in rows:
+        r["split"] = "unseen"
+        r["model_ms"], r["model_limiter"] = r["predicted_ms"], r["limiter"]
+        f = frozen.get(r["case"])
+        r["preregistered"] = f is not None
+        if f is not None:
+            r["predicted_ms"], r["limiter"] = f["predicted_ms"], f["limiter"]
+    return rows
 
 
 def build(counts: dict) -> dict:
     """Fit, score, and the leave-one-chapter-out check; the JSON written to ``data/explain_validation.json``."""
     records = records_by_case()
+    # an unseen case's counts come from its pre-registration when it was not counted again since
+    frozen = preregistered()
+    everything = {**{n: d for n, d in frozen.get("counts", {}).items() if n in records and n not in counts}, **counts}
+    counts = {n: d for n, d in everything.items() if not unseen(d)}
     k = fit(counts, records)
     rows = rows_for(counts, records, k)
     loco = []
@@ -174,7 +290,8 @@ def build(counts: dict) -> dict:
         kc = fit(counts, records, keep=lambda n, ch=ch: next(r["chapter"] for r in rows if r["case"] == n) != ch,
                  rounds=2)
         loco += [r for r in rows_for({r["case"]: counts[r["case"]] for r in rows if r["chapter"] == ch}, records, kc)]
-    run = next(iter(records.values()))
+    run = next(r for n, r in records.items() if n in counts)
+    unseen_ = unseen_rows(everything, records, k, frozen.get("cases", {}))
     return {
         "what": "course.explain's prediction of every profiled launch vs the H200's measured time (launches queued); "
                 "see course/measure/explain_check.py for the split and the limiter rules",
@@ -185,8 +302,10 @@ def build(counts: dict) -> dict:
         "calibration": score([r for r in rows if r["split"] == "calibration"]),
         "held_out": score([r for r in rows if r["split"] == "held_out"]),
         "leave_one_chapter_out": score(loco),
+        "unseen": dict(score(unseen_), **({"run": unseen_[0]["run"]} if unseen_ else {})),
         "rows": rows,
-        "counts": counts,
+        "unseen_rows": unseen_,
+        "counts": everything,
     }
 
 
@@ -206,7 +325,11 @@ def table(data: dict) -> str:
            f"- **held out** (never used to fit): {s(data['held_out'])}",
            f"- calibration (fitted on): {s(data['calibration'])}",
            f"- leave one chapter out (each chapter predicted with constants fitted on the others): "
-           f"{s(data['leave_one_chapter_out'])}", "",
+           f"{s(data['leave_one_chapter_out'])}",
+           *([f"- **unseen**: the exercises' solutions, profiled after the constants were fixed (run "
+              f"`{data['unseen']['run']}`; scored against the predictions pre-registered in "
+              f"`data/explain_predictions_unseen.json`): {s(data['unseen'])}"] if data.get("unseen", {}).get("n") else []),
+           "",
            "Goal (issue 24) on held-out kernels: median ≤ 1.25×, ≥ 90 % within 2×, limiter right on ≥ 80 %.", "",
            "*instr ×*: the warp instructions counted on the CPU (SASS per source line × the tracer's line steps) over "
            "those Nsight Compute counted (`sm__inst_executed.sum`): the issue ceiling's own error. Over 1.3 on loops "
@@ -217,7 +340,7 @@ def table(data: dict) -> str:
            "| case | split | measured µs | predicted µs | × | limiter (predicted) | busiest unit (Nsight Compute) "
            "| instr × |",
            "| --- | --- | ---: | ---: | ---: | --- | --- | ---: |"]
-    for r in data["rows"]:
+    for r in data["rows"] + data.get("unseen_rows", []):
         e = r["predicted_ms"] / r["ms"]
         mark = "" if r["limiter"] == r["measured_limiter"] else " ✗"
         out.append(f"| `{r['case']}` | {r['split'].replace('_', ' ')} | {r['ms'] * 1e3:.1f} | "
@@ -232,7 +355,9 @@ def main(argv=None) -> int:
     if cmd == "count":
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         counts = dict(old.get("counts", {}))
-        counts.update(count_all(argv[1:] or None))
+        which = argv[argv.index("--set") + 1] if "--set" in argv else None
+        names = [a for a in argv[1:] if a != "--set" and a != which]
+        counts.update(count_all(names or None, which))
         OUT.write_text(json.dumps(build(counts), indent=1) + "\n")
         DOC.write_text(table(json.loads(OUT.read_text())))
     elif cmd == "fit":
@@ -241,11 +366,22 @@ def main(argv=None) -> int:
         DOC.write_text(table(json.loads(OUT.read_text())))
     elif cmd == "table":
         DOC.write_text(table(json.loads(OUT.read_text())))
+    elif cmd == "predict-unseen":
+        if PREDICTIONS.exists() and "--again" not in argv:
+            print(f"{PREDICTIONS.name} exists: a pre-registration is not made twice. Add --again only if no unseen "
+                  "case has been profiled since it was made (then say so in the commit).")
+            return 1
+        t0 = time.perf_counter()
+        counts = count_all(which="solutions")
+        PREDICTIONS.write_text(json.dumps(predict_unseen(counts), indent=1) + "\n")
+        print(f"{len(counts)} unseen cases counted in {time.perf_counter() - t0:.0f} s -> {PREDICTIONS.name}")
+        print("limiters:", json.loads(PREDICTIONS.read_text())["limiters"])
+        return 0
     else:
         print(__doc__)
         return 2
     d = json.loads(OUT.read_text())
-    for part in ("calibration", "held_out", "leave_one_chapter_out"):
+    for part in ("calibration", "held_out", "leave_one_chapter_out", "unseen"):
         print(part, d[part])
     return 0
 

@@ -2,6 +2,12 @@
 
     python scripts/gpu/profile_kernels.py --out DIR             # on the GPU: DIR/kernel_profiles.json, DIR/ncu.csv
     python scripts/gpu/profile_kernels.py --out DIR --dry-run   # on the CPU: every case launched once, small
+    python scripts/gpu/profile_kernels.py --out DIR --set solutions   # only the exercises' solutions (the unseen set)
+
+``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
+scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
+never fitted on) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
 
@@ -23,6 +29,7 @@ bytes read + written) and numba's launch overhead on an empty kernel, all in the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -78,6 +85,8 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "all"),
+                    help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen); all: both")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
 
 
@@ -87,10 +96,26 @@ def argparse_suppress():
     return argparse.SUPPRESS
 
 
-def selected(args, scale):
-    from course.measure import timed_cases
+def case_set(which, scale):
+    """The cases of one ``--set``: ``timed``, ``solutions`` or ``all``."""
+    out = []
+    if which in ("timed", "all"):
+        from course.measure import timed_cases
 
-    cases = timed_cases.cases(scale)
+        out += timed_cases.cases(scale)
+    if which in ("solutions", "all"):
+        from course.exercises import solution_cases
+
+        out += solution_cases.cases(scale)
+        if importlib.util.find_spec("course.measure.claim_cases") is not None:  # the claims' own launches, unseen too
+            from course.measure import claim_cases
+
+            out += claim_cases.cases(scale)
+    return out
+
+
+def selected(args, scale):
+    cases = case_set(args.set, scale)
     if args.only:
         want = set(args.only.split(","))
         cases = [c for c in cases if c.name in want]
@@ -139,13 +164,29 @@ def child(args) -> bool:
 H = Script(__doc__, "kernel_profiles", reps=10, arguments=arguments, child=child)
 
 
+def host_copy(a):
+    return a.copy_to_host() if hasattr(a, "copy_to_host") else a
+
+
+def checked(case, before, dargs, run):
+    """Launch once and compare with the case's own answer (``Case.check``); raise when the result is wrong."""
+    from numba import cuda
+
+    run()
+    cuda.synchronize()
+    if case.check is not None:
+        wrong = case.check(before, tuple(host_copy(a) for a in dargs))
+        if wrong:
+            raise AssertionError(f"{case.name}: wrong result on the device, not timed: {wrong}")
+
+
 def time_case(case):
     from numba import cuda
 
-    d = device_args(case)
+    before = case.args(seed=0)
+    d = tuple(cuda.to_device(a) if isinstance(a, np.ndarray) and a.ndim else a for a in before)
     run = launcher(case, d)
-    run()
-    cuda.synchronize()
+    checked(case, before, d, run)
     times, inner, launch_bound = bench.time_queued(run, reps=H.reps, details=True)
     one = bench.one_launch_ms(run, reps=5)
     host = bench.host_ms(run, calls=20)
@@ -191,7 +232,7 @@ def profile(cases):
     known = cuda_tools.query_metrics(ncu)
     asked = METRICS + [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
     metrics = [m for m in asked if not known or m.split(".")[0] in known]
-    argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out)]
+    argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out), "--set", H.args.set]
     if H.args.only:
         argv += ["--only", H.args.only]
     launches, log = cuda_tools.ncu_profile(argv, metrics, timeout=560 - H.elapsed())
@@ -216,8 +257,16 @@ def main():
     if H.dry_run:
         from course import engine
 
+        def launch_and_check(c):
+            before = c.args(0)
+            after = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in before)
+            engine.launch(c.kernel, c.griddim, c.blockdim, after, dynshared=c.dynshared)
+            wrong = c.check(before, after) if c.check is not None else ""
+            if wrong:
+                raise AssertionError(f"{c.name}: wrong result on the CPU engine: {wrong}")
+
         for c in cases:
-            H.guarded(c.name, engine.launch, c.kernel, c.griddim, c.blockdim, c.args(0), dynshared=c.dynshared)
+            H.guarded(c.name, launch_and_check, c)
         H.record("kernel_profiles", "dry_run", None, 0, [len(cases)], "-")
         H.finish()
     H.guarded("ceilings", ceilings)
