@@ -354,7 +354,7 @@ def chase_local_big_kernel(words: int = LOCAL_BIG_WORDS):
 
     ``kernel(nxt, warm, steps, out)``: every thread copies the chain ``nxt`` (a random cycle through all
     ``words`` slots, uint32: no wrap-around test per step) into its own ``cuda.local.array`` — indexed by
-    loaded data, so it cannot live in registers — then follows ``j = t[j]`` for ``warm`` steps untimed and
+    loaded data, so it cannot live in registers — then follows ``j = t[j & (words - 1)]`` for ``warm`` steps untimed and
     ``steps`` steps between two ``clock64`` reads.  Lane 0 of each warp writes ``out[2w] = j`` (checked
     against a host walk) and ``out[2w + 1]`` = its cycles.  With ``warm = words`` (one whole lap) every
     timed step reads a line the warp last touched one lap earlier; in that lap all warps together touched
