@@ -15,6 +15,7 @@ from course.kernels import shared_memory as sm
 from course.show.widgets import banks
 from course.show.widgets.banks import PatternError, Tile, explore
 from conftest import seeded_rng
+from course.trace.compiler import HARDWARE_MODE_PRELUDE
 
 # --- the tile: where logical elements live --------------------------------------------------------------
 
@@ -492,18 +493,17 @@ def test_explorer_equals_tracer_on_strided_kernels(itemsize, name, rng):
 
 # --- the kernels also type for a real GPU (numba's CUDA target, not the simulator) -----------------------------
 
-_GPU_TYPING = r'''
-import os, sys, types
-os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-# a bare `course` package, so that importing it does not choose the CPU backend for this process
-pkg = types.ModuleType("course"); pkg.__path__ = [sys.argv[1] + "/course"]; sys.modules["course"] = pkg
-sys.path.insert(0, sys.argv[1])
+# hardware mode: a bare `course` package whose backend says "gpu", so that importing it does not choose the CPU
+# backend for this process and kernel modules take their GPU branch
+_GPU_TYPING = HARDWARE_MODE_PRELUDE + r'''
 from numba import cuda, typeof, float32, int64
 from numba.core import errors
 from course.kernels import shared_memory as sm
 sigs = {c.kernel.__name__: tuple(typeof(a) for a in c.args(0)) for c in sm.NCU_CASES}
 sigs.update({k.__name__: (float32[::1], int64, int64) for k in (sm.conflict_loop, sm.sync_loop)})
 sigs.update({k.__name__: (float32[::1], float32[::1], int64) for k in (sm.stencil_global, sm.stencil_shared)})
+sigs.update({k.__name__: (float32[::1], int64, int64) for k in (sm.mod_loop, sm.counter_loop)})
+sigs.update({k.__name__: (float32[::1], float32[::1]) for k in (sm.stencil_global_cheap, sm.stencil_shared_cheap)})
 bad = []
 for name, sig in sigs.items():
     try:
@@ -525,7 +525,7 @@ def test_kernels_type_for_the_gpu_target():
     root = sm.__file__.rsplit("/course/", 1)[0]
     done = subprocess.run([sys.executable, "-c", _GPU_TYPING, root], capture_output=True, text=True, timeout=120,
                           env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_BACKEND"})
-    assert "checked 17 kernels" in done.stdout, done.stdout + done.stderr
+    assert "checked 21 kernels" in done.stdout, done.stdout + done.stderr
     assert "GPU typing errors: []" in done.stdout, done.stdout
 
 

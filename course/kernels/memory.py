@@ -28,8 +28,9 @@ Latency probes (pointer chasing, 指针追逐): one thread follows ``j = nxt[j]`
 for the one before; ``clock64`` around the loop gives cycles per step.
 
 9. ``chase`` (L1 or HBM, depending on the working set), ``chase_cg`` (``ld.global.cg``: skips L1, so
-   L2 or HBM), ``chase_shared``, ``chase_const``, ``chase_local``, and ``fma_latency`` (a dependent
-   FMA chain: what "a register access" costs in practice).
+   L2 or HBM), ``chase_shared``, ``chase_const``, ``chase_local`` (a 1 KB local array: L1), the
+   beyond-L2 local chase ``chase_local_big_kernel()`` (many warps' local arrays, 5× the L2: DRAM), and
+   ``fma_latency`` (a dependent FMA chain: what "a register access" costs in practice).
 
 ``KERNELS`` lists the bandwidth kernels with NumPy references; ``LATENCY_KERNELS`` the probes;
 ``NCU_CASES`` the launches the tracer's validation script runs under Nsight Compute, each with sector
@@ -333,6 +334,63 @@ def chase_local(nxt, steps, out):
     t1 = clock64()
     out[0] = j
     out[1] = t1 - t0
+
+
+# chase_local above is L1-resident (1 KB): it measures L1, not the DRAM that "local memory" names.  The probe
+# below makes every step of a local-memory chase miss both caches.  Local memory is interleaved per thread:
+# word w of every lane of a warp sits in one 128-byte line (lane l at byte 4l), so word w of one thread
+# is line w of its warp's slice, and a thread's array of W words spans W lines.  One thread alone cannot
+# outgrow the L2 (512 KiB per thread at most: 131072 lines, 16 MB of lines), so the footprint comes from
+# many warps chasing at once, every lane of a warp on the same chain (one line per warp and step).
+# LOCAL_BIG_WORDS = 8192 (32 KiB per thread, 1 MB of lines per warp) × 256 warps = 256 MiB of lines,
+# about 5× the H200's 50 MB L2 (and each SM's two warps' 2 MB is 8× its L1).
+LOCAL_BIG_WORDS = 8192
+LOCAL_BIG_BLOCKS = 256  # one warp each: about two warps per SM, all resident at once
+_LOCAL_CHASE: dict = {}
+
+
+def chase_local_big_kernel(words: int = LOCAL_BIG_WORDS):
+    """The beyond-L2 local-memory chase with a per-thread array of ``words`` uint32 (a compile-time size).
+
+    ``kernel(nxt, warm, steps, out)``: every thread copies the chain ``nxt`` (a random cycle through all
+    ``words`` slots, uint32: no wrap-around test per step) into its own ``cuda.local.array`` — indexed by
+    loaded data, so it cannot live in registers — then follows ``j = t[j & (words - 1)]`` for ``warm`` steps untimed and
+    ``steps`` steps between two ``clock64`` reads.  Lane 0 of each warp writes ``out[2w] = j`` (checked
+    against a host walk) and ``out[2w + 1]`` = its cycles.  With ``warm = words`` (one whole lap) every
+    timed step reads a line the warp last touched one lap earlier; in that lap all warps together touched
+    every line of the footprint (256 MiB at the default size), so the line has long left the L2 and the
+    L1, and the step waits for DRAM.  cycles/step is the median over the warps of cycles / steps (the
+    existing probes time one thread; here every warp is a timing thread of the same chase).  Each warp's
+    chain stays inside its own 1 MB slice, so few TLB pages are in play (unlike a global chase over 1 GB).
+    """
+    key = (words, backend.on_gpu())
+    if key in _LOCAL_CHASE:
+        return _LOCAL_CHASE[key]
+    if words & (words - 1):
+        raise ValueError(f"chase_local_big_kernel: words must be a power of two (the index mask), not {words}")
+    W = words
+    MASK = np.uint32(words - 1) if backend.on_gpu() else words - 1
+
+    @cuda.jit
+    def chase_local_big(nxt, warm, steps, out):
+        """Copy the chain into a per-thread local array of W words, lap it once, then time ``steps`` steps."""
+        t = cuda.local.array(W, uint32)
+        for k in range(W):
+            t[k] = nxt[k]
+        j = uint32(0)
+        for _ in range(warm):
+            j = t[j & MASK]
+        t0 = clock64()
+        for _ in range(steps):
+            j = t[j & MASK]  # any index stays inside the array; SASS per step: SHL, LOP3, IADD, LDL (~12 cycles + the load)
+        t1 = clock64()
+        if cuda.threadIdx.x % WARP_SIZE == 0:
+            w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP_SIZE
+            out[2 * w] = j
+            out[2 * w + 1] = t1 - t0
+
+    _LOCAL_CHASE[key] = chase_local_big
+    return chase_local_big
 
 
 @cuda.jit

@@ -21,8 +21,12 @@ Timed on the H200 by ``scripts/gpu/bench_shared_memory.py`` (not traced: they ar
 
 13. ``conflict_loop``      a loop of shared loads at a given stride: does an n-way conflict cost n× the time?
     ``sync_loop``          the same loop with a ``syncthreads`` every few loads: what a barrier costs.
+    ``mod_loop`` / ``counter_loop``  sync_loop's ``k % every`` test and branch with no barrier, and the same
+                           with the modulo replaced by a counter: what the int64 modulo costs (seed 000 §4.5).
 14. ``stencil_global`` / ``stencil_shared``  a moving sum read straight from global memory (the caches
                            serve the neighbours' reads) or staged in shared memory: when does staging pay?
+    ``stencil_global_cheap`` / ``stencil_shared_cheap``  the same at radius 1 with cheap indices and eight
+                           outputs per thread, so that both are limited by memory, not by instruction issue.
 
 The tile kernels transpose every 32×32 tile of a stack of tiles (``inp`` of shape ``(32 * n, 32)``):
 their only job is to make each warp read one column of a shared tile, so they take whole tiles by
@@ -43,11 +47,12 @@ from typing import Callable
 
 import numpy as np
 
-import course  # noqa: F401  (chooses the backend before numba is imported)
+import course  # (chooses the backend before numba is imported)
 from numba import complex128, cuda, float32, float64
 
 from course.kernels import registry
 from course.kernels.cases import Case
+from course.kernels.vector import uint32
 
 WARP_SIZE = 32
 N_WORDS = 1024  # elements in the 1-D shared arrays: 4 KB of float32
@@ -250,6 +255,57 @@ def sync_loop(out, iters, every):
     out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc
 
 
+@cuda.jit
+def mod_loop(out, iters, every):
+    """sync_loop without its barrier: the same int64 ``k % every`` test and branch, a counter bumped in the branch.
+
+    What it isolates, beside ``counter_loop`` (the same loop and branch, the remainder replaced by a
+    count-down) and ``mod_loop`` at every=0 (the compiler runs a copy of the loop without the modulo, the
+    ``every > 0`` test being loop-invariant): one 64-bit signed remainder by a run-time value per iteration.
+    sm_90 has no integer divide instruction.  In the SASS (``scripts/gpu/probe_sass.py``, ptxas 13.5) each
+    ``k % every`` tests whether both operands fit in 32 bits: if so, an inline unsigned 32-bit division
+    (I2F, MUFU.RCP, F2I, two IMAD.HI and two conditional corrections), else a CALL of
+    ``__cuda_sm20_rem_s64``; then Python's sign rule (SEL) and the 64-bit compare.  All three loops are
+    unrolled 4×: 225 instructions per 4 iterations here, 89 in counter_loop, 57 in the every=0 copy.
+    What else could explain a difference: not unrolling (ruled out above: all unrolled), the branch (it
+    becomes predicated adds, the same in counter_loop), and ``sync_loop`` at every=0, which the compiler
+    does not unswitch (its every=0 run still tests ``every > 0`` each iteration): compare mod with
+    counter for the modulo alone.
+    """
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = i % 7
+    cuda.syncthreads()
+    acc = float32(0)
+    marks = 0
+    for k in range(iters):
+        acc += s[(t + k) & CONFLICT_MASK]
+        if every > 0 and k % every == every - 1:  # where sync_loop waits at a barrier
+            marks += 1
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc + float32(marks)
+
+
+@cuda.jit
+def counter_loop(out, iters, every):
+    """mod_loop with the remainder replaced by a down-counter reset every ``every`` loads: the same branch, no division."""
+    s = cuda.shared.array(N_WORDS, float32)
+    t = cuda.threadIdx.x
+    for i in range(t, N_WORDS, cuda.blockDim.x):
+        s[i] = i % 7
+    cuda.syncthreads()
+    acc = float32(0)
+    marks = 0
+    left = every  # 0: never reaches 0 again (it only goes down), as mod_loop never branches at every=0
+    for k in range(iters):
+        acc += s[(t + k) & CONFLICT_MASK]
+        left -= 1
+        if left == 0:  # k % every == every - 1, counted instead of divided
+            marks += 1
+            left = every
+    out[cuda.blockIdx.x * cuda.blockDim.x + t] = acc + float32(marks)
+
+
 STENCIL_THREADS = 256  # threads per block of the stencils
 R_MAX = 16  # the widest radius the shared stencil's tile holds
 STENCIL_TILE = STENCIL_THREADS + 2 * R_MAX  # the block's elements and a halo of R_MAX on each side
@@ -283,6 +339,87 @@ def stencil_shared(inp, out, radius):
         for k in range(2 * radius + 1):  # the same order of additions as stencil_global: identical sums
             acc += s[t + k]
         out[i] = acc
+
+
+# The same radius-1 stencil with cheap indices (seed 003 myth 3 as the claim states it: is the L1/L2 path
+# faster than a shared tile and its barrier when reuse is low?).  stencil_global/stencil_shared above are
+# limited by instruction issue (a run-time radius, a clamp on every read): they compare instruction counts.
+# Here each thread computes CHEAP_OUTPUTS outputs CHEAP_THREADS apart (every load a coalesced warp-wide
+# row), the radius is the constant 1, and only the first and the last blocks clamp: an interior block
+# (all its neighbours inside the array, decided once per block) indexes with no test at all.
+
+CHEAP_THREADS = 256  # threads per block of the cheap stencils (their index rule assumes it: launch with it)
+CHEAP_OUTPUTS = 8  # outputs per thread: eight independent loads in flight per thread, enough for HBM
+CHEAP_SPAN = CHEAP_THREADS * CHEAP_OUTPUTS  # outputs per block
+CHEAP_TILE = CHEAP_SPAN + 2  # the block's inputs and one halo element on each side
+# Unsigned constants for the index arithmetic: numba adds ``if i < 0: i += n`` to every signed index
+# (about ten instructions per load in the SASS), none to an unsigned one.  On the CPU engine plain ints.
+_U32 = np.uint32 if course.on_gpu() else int
+_ONE, _THREADS_U, _SPAN_U, _HALO_U = _U32(1), _U32(CHEAP_THREADS), _U32(CHEAP_SPAN), _U32(CHEAP_SPAN + 1)
+
+
+@cuda.jit
+def stencil_global_cheap(inp, out):
+    """out[i] = inp[i-1] + inp[i] + inp[i+1] (ends clamped), 8 outputs per thread, every read from global memory.
+
+    Each input is read by three warps' loads: the first from DRAM, the other two from L1 (or L2) —
+    the caches serve the reuse, with no barrier.  Launch ``[stencil_cheap_blocks(n), CHEAP_THREADS]``;
+    32-bit unsigned indices, so n < 2**31.
+    """
+    n = uint32(inp.shape[0])
+    b = uint32(cuda.blockIdx.x)
+    i0 = uint32(b * _SPAN_U + uint32(cuda.threadIdx.x))
+    if b > 0 and uint32(b * _SPAN_U + _SPAN_U) < n:  # interior block: i - 1 >= 0 and i + 1 < n for all its outputs
+        acc = cuda.local.array(CHEAP_OUTPUTS, float32)  # constant indices only: registers
+        for k in range(CHEAP_OUTPUTS):  # all 24 loads first: a store between them would keep them in order
+            i = uint32(i0 + uint32(k) * _THREADS_U)
+            acc[k] = inp[uint32(i - _ONE)] + inp[i] + inp[uint32(i + _ONE)]
+        for k in range(CHEAP_OUTPUTS):
+            out[uint32(i0 + uint32(k) * _THREADS_U)] = acc[k]
+    else:  # the first and the last block: clamp at the ends, skip past n (signed, as clamps need)
+        for k in range(CHEAP_OUTPUTS):
+            i = uint32(i0 + uint32(k) * _THREADS_U)
+            if i < n:
+                out[i] = inp[max(i - 1, 0)] + inp[i] + inp[min(i + 1, n - 1)]
+
+
+@cuda.jit
+def stencil_shared_cheap(inp, out):
+    """stencil_global_cheap staged in shared memory: one coalesced load per input, one barrier per tile.
+
+    The tile holds the block's CHEAP_SPAN inputs at s[1 ..] and one halo element each side (s[0] and
+    s[CHEAP_SPAN + 1], loaded by threads 0 and 1); then each output reads s[j], s[j + 1], s[j + 2].
+    """
+    s = cuda.shared.array(CHEAP_TILE, float32)
+    n = uint32(inp.shape[0])
+    b = uint32(cuda.blockIdx.x)
+    t = uint32(cuda.threadIdx.x)
+    start = uint32(b * _SPAN_U)
+    interior = b > 0 and uint32(start + _SPAN_U) < n
+    if interior:
+        for k in range(CHEAP_OUTPUTS):
+            j = uint32(t + uint32(k) * _THREADS_U)
+            s[uint32(j + _ONE)] = inp[uint32(start + j)]
+        if t < 2:  # t = 0: the left halo inp[start - 1] into s[0]; t = 1: the right one inp[start + SPAN]
+            s[uint32(t * _HALO_U)] = inp[uint32(start - _ONE + t * _HALO_U)]
+    else:  # every index clamped into [0, n - 1]: the tile then holds exactly what the clamped stencil reads
+        for k in range(CHEAP_OUTPUTS):
+            j = uint32(t + uint32(k) * _THREADS_U)
+            s[uint32(j + _ONE)] = inp[min(uint32(start + j), uint32(n - _ONE))]
+        if t == 0:
+            s[0] = inp[max(start - 1, 0)]
+        if t == 1:
+            s[CHEAP_SPAN + 1] = inp[min(start + CHEAP_SPAN, n - 1)]
+    cuda.syncthreads()
+    for k in range(CHEAP_OUTPUTS):
+        j = uint32(t + uint32(k) * _THREADS_U)
+        if interior or uint32(start + j) < n:  # the same order of additions as the global version
+            out[uint32(start + j)] = s[j] + s[uint32(j + _ONE)] + s[uint32(j + _ONE + _ONE)]
+
+
+def stencil_cheap_blocks(n: int) -> int:
+    """blocks_per_grid of the cheap stencils for n elements (CHEAP_SPAN outputs per block)."""
+    return max(1, -(-n // CHEAP_SPAN))
 
 
 # --- NumPy references ---------------------------------------------------------------------------------
@@ -331,6 +468,12 @@ def reference_sync_loop(iters: int, blocks: int, threads_per_block: int) -> np.n
     t = np.tile(np.arange(threads_per_block), blocks)
     words = (t[:, None] + np.arange(iters)[None, :]) & CONFLICT_MASK
     return (words % 7).sum(axis=1).astype(np.float32)
+
+
+def reference_mod_loop(iters: int, every: int, blocks: int, threads_per_block: int) -> np.ndarray:
+    """What mod_loop and counter_loop write: sync_loop's sums plus the number of k < iters with k % every == every - 1."""
+    marks = iters // every if every > 0 else 0
+    return reference_sync_loop(iters, blocks, threads_per_block) + np.float32(marks)
 
 
 def reference_stencil(inp: np.ndarray, radius: int) -> np.ndarray:

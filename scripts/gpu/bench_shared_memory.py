@@ -5,20 +5,27 @@
 
 What it does, in one process (one run id), with ``course.kernels.shared_memory``:
 
-1. **checks** ``conflict_loop`` (every stride timed) and ``stencil_global`` / ``stencil_shared`` (every
-   radius timed, sizes 1, 33, 1000 and — on the GPU — 2^20 + 3) against NumPy; nothing is timed unless
-   all pass.
+1. **checks** ``conflict_loop`` (every stride timed), ``sync_loop`` / ``mod_loop`` / ``counter_loop``
+   and ``stencil_global`` / ``stencil_shared`` (every radius timed, sizes 1, 33, 1000 and — on the GPU —
+   2^20 + 3) and the cheap pair (sizes 1, 33, 1025·k + 17, one more than two blocks' outputs, and on
+   the GPU 2^20 + 3) against NumPy; nothing is timed unless all pass.
 2. **conflicts in time** (variants ``conflict stride=S``): a grid of 8 blocks per SM, 256 threads each,
    every lane summing ``iters`` shared loads at stride S.  The chapter compares the time ratio to
    stride 1 with the wavefront ratio ``gcd(S, 32)`` (seed 000: "N 路冲突意味着 N 倍的生效延迟").
 3. **barriers** (variants ``sync every=E block=B``; seed 000 §4.2, seed 001 §3.2): ``sync_loop``, the
    conflict-free loop with a ``syncthreads`` after every E loads (0: none), in blocks of 128 and 1024
    threads with the same 2048 threads per SM — does a barrier cost more when it is more frequent and
-   spans more warps?
+   spans more warps?  Beside them, at block 128 (seed 000 §4.5, "除法、取模等昂贵运算应外提或替换"):
+   ``mod every=E block=128`` (``mod_loop``: the same int64 ``k % every`` test and branch, no barrier)
+   and ``counter every=64 block=128`` (``counter_loop``: the modulo replaced by a counter) — mod / counter
+   is what the modulo costs, all else equal.
 4. **shared memory vs the caches** (seed 003, myth 3; variants ``stencil global r=R`` and
    ``stencil shared r=R``): a moving sum of width 2R + 1 over 2^26 float32, read straight from global
    memory (neighbours' reads served by L1/L2) or staged in shared memory with a halo; GB/s counts the
    bytes that must move (n reads + n writes), beside ``memcpy`` (device-to-device copy) of the same size.
+   Those are limited by instruction issue (clamped indices, a run-time radius); ``stencil global cheap
+   r=1`` / ``stencil shared cheap r=1`` are the radius-1 pair with cheap indices and eight outputs per
+   thread (``stencil_global_cheap`` / ``stencil_shared_cheap``), limited by memory: the claim's test.
 5. re-times ``memcpy`` and stride 1 at the end (``… #2``): differences smaller than the spread between
    the two rounds are noise.
 
@@ -55,6 +62,9 @@ STRIDES = (1, 2, 3, 4, 8, 16, 32, 33)
 RADII = (0, 1, 2, 4, 8, 16)
 SYNC_EVERY = (0, 64, 8, 1)
 SYNC_BLOCKS = (128, 1024)
+# the cheap stencils: awkward sizes (none a multiple of a block's outputs but the last), past two blocks so
+# that an interior block runs too
+CHEAP_SIZES = (1, 33, 1025 + 17, 1025 * 4 + 17, 2 * sm.CHEAP_SPAN + 1, 3 * sm.CHEAP_SPAN)
 
 
 def dev(a):
@@ -79,6 +89,22 @@ def check(rng):
         sm.sync_loop[blocks, tpb](out, iters, every)
         if not np.array_equal(host(out), sm.reference_sync_loop(iters, blocks, tpb)):
             raise SystemExit(f"sync_loop every={every}: differs from NumPy; nothing timed")
+    for every in SYNC_EVERY:
+        for kernel in (sm.mod_loop, sm.counter_loop):
+            out = dev(np.full(blocks * tpb, np.nan, np.float32))
+            kernel[blocks, tpb](out, iters, every)
+            if not np.array_equal(host(out), sm.reference_mod_loop(iters, every, blocks, tpb)):
+                raise SystemExit(f"{kernel.__name__} every={every}: differs from NumPy; nothing timed")
+    cheap_sizes = CHEAP_SIZES + (((1 << 20) + 3,) if GPU else ())
+    for n in cheap_sizes:
+        x = rng.integers(0, 10, n).astype(np.float32)
+        xd = dev(x)
+        expected = sm.reference_stencil(x, 1)
+        for kernel in (sm.stencil_global_cheap, sm.stencil_shared_cheap):
+            out = dev(np.full(n, np.nan, np.float32))
+            kernel[sm.stencil_cheap_blocks(n), sm.CHEAP_THREADS](xd, out)
+            if not np.array_equal(host(out), expected):
+                raise SystemExit(f"{kernel.__name__} n={n}: differs from NumPy; nothing timed")
     sizes = (1, 33, 1000, (1 << 20) + 3) if GPU else (1, 33, 1000)
     for n in sizes:
         x = rng.integers(0, 10, n).astype(np.float32)  # small integers: float32 sums are exact
@@ -90,8 +116,8 @@ def check(rng):
                 kernel[-(-n // sm.STENCIL_THREADS), sm.STENCIL_THREADS](xd, out, radius)
                 if not np.array_equal(host(out), expected):
                     raise SystemExit(f"{kernel.__name__} n={n} radius={radius}: differs from NumPy; nothing timed")
-    log(f"checked conflict_loop (strides {STRIDES}), sync_loop (every {SYNC_EVERY}) and both stencils "
-        f"(radii {RADII}, n in {sizes})")
+    log(f"checked conflict_loop (strides {STRIDES}), sync_loop, mod_loop, counter_loop (every {SYNC_EVERY}), "
+        f"both stencils (radii {RADII}, n in {sizes}) and the cheap pair (n in {cheap_sizes})")
 
 
 def conflicts(sms: int, tag: str = "", strides=STRIDES):
@@ -114,6 +140,16 @@ def barriers(sms: int):
                       lambda e=every, b=blocks, t=tpb: sm.sync_loop[b, t](out, iters, e),
                       size=(blocks, tpb, iters), dtype=np.float32, reps=ARGS.reps, sync_every=every,
                       threads_per_block=tpb, barriers_per_thread=(iters // every if every else 0))
+        if tpb != 128:
+            continue
+        # seed 000 §4.5: the modulo alone (no barrier), and with the modulo replaced by a counter
+        for label, kernel, every in (("mod", sm.mod_loop, 64), ("mod", sm.mod_loop, 0),
+                                     ("counter", sm.counter_loop, 64)):
+            B.measure(f"{label} every={every} block={tpb}",
+                      lambda k=kernel, e=every, b=blocks, t=tpb: k[b, t](out, iters, e),
+                      size=(blocks, tpb, iters), dtype=np.float32, reps=ARGS.reps, sync_every=every,
+                      threads_per_block=tpb, barriers_per_thread=0,
+                      modulos_per_thread=(iters if (label == "mod" and every) else 0))
 
 
 def memcpy(n, tag=""):
@@ -140,6 +176,11 @@ def stencils(rng):
                       lambda k=kernel, r=radius: k[blocks, sm.STENCIL_THREADS](x, out, r),
                       size=(n,), dtype=np.float32, bytes_moved=2 * 4 * n, reps=ARGS.reps,
                       radius=radius, reads_per_output=2 * radius + 1)
+    cheap_blocks = sm.stencil_cheap_blocks(n)
+    for name, kernel in (("global", sm.stencil_global_cheap), ("shared", sm.stencil_shared_cheap)):
+        B.measure(f"stencil {name} cheap r=1", lambda k=kernel: k[cheap_blocks, sm.CHEAP_THREADS](x, out),
+                  size=(n,), dtype=np.float32, bytes_moved=2 * 4 * n, reps=ARGS.reps, radius=1, reads_per_output=3,
+                  outputs_per_thread=sm.CHEAP_OUTPUTS, threads_per_block=sm.CHEAP_THREADS)
     return n
 
 

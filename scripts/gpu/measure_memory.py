@@ -2,12 +2,15 @@
 
     python scripts/gpu/measure_memory.py --out DIR            # on the GPU: writes DIR/memory_*.json
     python scripts/gpu/measure_memory.py --dry-run --out DIR  # on the CPU: tiny sizes, checks only, no timing
+    python scripts/gpu/measure_memory.py --parts latency --out DIR  # only the named parts (and the checks)
 
 Every bandwidth kernel is checked against its NumPy reference (awkward sizes, fresh random data)
 before it is timed; every latency probe's final index is checked against a walk of its chain on the
 host.  Bandwidth: CUDA-event medians over ``--reps`` launches after a warm-up.  Latency: one thread,
 ``clock64`` around a dependent chain of loads, cycles per step (SM clock cycles; each step also pays
-an address calculation of a few cycles, as in every pointer-chase measurement).
+an address calculation of a few cycles, as in every pointer-chase measurement).  One latency probe is
+not one thread: ``chase local array beyond L2`` times every warp of 256 chasing at once (their local
+arrays together 5× the L2, so that each step reads DRAM) and reports the median over the warps.
 
 Benchmarks written: memory_stride, memory_offset, memory_tx32, memory_aos_soa, memory_walk,
 memory_const, memory_local, memory_latency, memory_latency_sweep.
@@ -37,6 +40,7 @@ NCU_N = 1 << 24
 
 def arguments(ap):
     ap.add_argument("--child", default="", help="internal: what a child process under ncu runs")
+    ap.add_argument("--parts", default="", help="comma-separated parts to run (e.g. latency); default: all")
 
 
 def child(args):
@@ -290,6 +294,7 @@ def latency(rng):
     small = m.chain_array(m.random_cycle(m.CHASE_LOCAL_WORDS, rng), 1, m.CHASE_LOCAL_WORDS)
     add("chase 1 KB local array", "local memory (L1)", probe(m.chase_local, (dev(small), steps), steps,
                                                            m.walk(small, m.CHASE_LOCAL_WORDS + steps)), size=1 * KB)
+    rows.append(local_beyond_l2(rng))
     sh = m.chain_array(m.random_cycle(m.CHASE_SHARED_WORDS, rng), 1, m.CHASE_SHARED_WORDS)
     add("chase 16 KB shared array", "shared memory", probe(m.chase_shared, (dev(sh), steps), steps,
                                                          m.walk(sh, steps)),
@@ -312,6 +317,43 @@ def latency(rng):
         add(f"chase_cg cold lines in {label}", "HBM (cold" + (", TLB misses likely)" if label == "1 GB" else ")"),
             probe(m.chase_cg, (nxt, steps, 0), steps, pos[steps % len(pos)]), size=region)
     del nxt
+
+
+def local_beyond_l2(rng):
+    """``chase local array beyond L2``: every warp chases its own local array, 256 MiB of lines in all (seed 002 §1.2).
+
+    ``m.chase_local_big_kernel`` explains the layout: a thread's word w is line w of its warp's slice, so
+    warps × words lines (× 128 bytes) is the footprint; one warm lap, then ``words`` timed steps, each
+    reading a line last touched one lap (the whole footprint) earlier.  cycles/step: the median over
+    the warps of each warp's clock64 cycles / steps (min and max kept beside it).
+    """
+    words, nblocks = (m.LOCAL_BIG_WORDS, m.LOCAL_BIG_BLOCKS) if GPU else (64, 4)
+    tpb = 32
+    warps = nblocks * tpb // 32
+    kernel = m.chase_local_big_kernel(words)
+    nxt = m.chain_array(m.random_cycle(words, rng), 1, words)
+    warm = steps = words
+    out = cuda.device_array(2 * warps, np.int64) if GPU else np.zeros(2 * warps, np.int64)
+    kernel[nblocks, tpb](dev(nxt), warm, steps, out)
+    res = out.copy_to_host() if GPU else out
+    expect = m.walk(nxt, warm + steps)
+    ends = res[0::2]
+    if not (ends == expect).all():
+        raise SystemExit(f"chase_local_big: {int((ends != expect).sum())} of {warps} warps ended away from the host "
+                         f"walk's {expect}")
+    cycles = res[1::2] / steps
+    footprint = warps * words * m.LINE  # lines of all warps' slices, whole 128-byte lines
+    local = first(kernel.get_local_mem_per_thread()) if GPU else None
+    l2 = int(cuda.get_current_device().L2_CACHE_SIZE) if GPU else None
+    if l2 and footprint < 4 * l2:
+        raise SystemExit(f"chase_local_big: a footprint of {footprint} bytes is under 4x this L2 ({l2} bytes)")
+    return record("memory_latency", "chase local array beyond L2", None, 1, footprint, "uint32",
+                  level="local memory (DRAM: footprint 5x the L2)", cycles_per_step=float(np.median(cycles)) if GPU else None,
+                  cycles_per_step_min=float(cycles.min()) if GPU else None,
+                  cycles_per_step_max=float(cycles.max()) if GPU else None, steps=steps, warm_steps=warm,
+                  warps=warps, threads_per_block=tpb, words_per_thread=words, footprint_bytes=footprint,
+                  l2_bytes=l2, local_bytes_per_thread=local,
+                  method="every warp times its own chase; median over warps of clock64 cycles / steps")
 
 
 def latency_sweep(rng):
@@ -388,7 +430,14 @@ def main():
     print("device:", FACTS.get("device", FACTS["backend"]), "| run", PROV["run"], "| dry run" if not GPU else "")
     check_all(rng)
     failed = []
-    for step in (device_attributes, strides_and_offsets, stride_dram, layouts, spaces, latency, latency_sweep):
+    steps = (device_attributes, strides_and_offsets, stride_dram, layouts, spaces, latency, latency_sweep)
+    if ARGS.parts:
+        unknown = set(ARGS.parts.split(",")) - {f.__name__ for f in steps}
+        if unknown:
+            raise SystemExit(f"--parts: no part named {', '.join(sorted(unknown))}; the parts: "
+                             f"{', '.join(f.__name__ for f in steps)}")
+        steps = tuple(f for f in steps if f.__name__ in ARGS.parts.split(","))
+    for step in steps:
         t = time.time()
         try:  # one failing part (say, a probe that does not compile) must not lose the others' records
             step(rng)
