@@ -123,6 +123,6 @@ def test_the_profile_script_dry_runs_the_solutions(tmp_path):
                           "solutions", "--only", "sol_vector_add,sol_histogram,sol_transpose_padded", "--out",
                           str(tmp_path)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0 and "3 cases" in out.stdout + out.stderr, out.stdout + out.stderr
-    recs = json.loads((tmp_path / "kernel_profiles.json").read_text())
+    recs = json.loads((tmp_path / "unseen_profiles.json").read_text())
     recs = recs["records"] if isinstance(recs, dict) else recs
     assert [r["size"] for r in recs if r["variant"] == "dry_run"] == [[3]] and not [r for r in recs if r.get("failed")]

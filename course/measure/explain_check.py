@@ -206,7 +206,9 @@ def records_by_case(records=None) -> dict:
     """name -> profile record: the chapters' cases from the latest run that has them, and each kind of unseen case
     (:data:`UNSEEN_TAGS`) from the latest run that has it (profiled apart, ``--set solutions``), so that one run does
     not hide another."""
-    recs = [r for r in (measurements.load("kernel_profiles") if records is None else records) if r.get("kind") == "case"]
+    if records is None:  # the chapters' profile run, and the unseen cases' runs kept in a file of their own
+        records = measurements.load("kernel_profiles") + measurements.load("unseen_profiles")
+    recs = [r for r in records if r.get("kind") == "case"]
     def group(r):
         return next((t for t in UNSEEN_TAGS if t in r.get("tags", ())), "")
 

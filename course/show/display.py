@@ -325,13 +325,12 @@ PROFILE_UNITS = (("DRAM %", "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 
 
 def profile_table(cases, *, title: Optional[str] = None) -> Table:
-    """The H200 profile of each case of ``data/measurements/kernel_profiles.json``: time, each unit's % of
-    peak, warp instructions and the busiest unit by the course's rule (``explain_check.measured_limiter``)."""
+    """The H200 profile of each case of ``data/measurements/kernel_profiles.json`` (or ``unseen_profiles.json``): time,
+    each unit's % of peak, warp instructions and the busiest unit by the course's rule (``explain_check.measured_limiter``)."""
     from course.measure import measurements
-    from course.measure.explain_check import measured_limiter
+    from course.measure.explain_check import measured_limiter, records_by_case
 
-    recs = measurements.latest_run(measurements.load("kernel_profiles"))
-    by = measurements.by_variant(recs)
+    by = records_by_case()  # the chapters' profile run, or the unseen cases' (unseen_profiles.json) for theirs
     rows = []
     for case in cases:
         r = by.get(case)
@@ -342,6 +341,10 @@ def profile_table(cases, *, title: Optional[str] = None) -> Table:
         rows.append([case, f"{r['ms'] * 1e3:.1f}"] + [fmt(n.get(key), ".0f") for _, key in PROFILE_UNITS]
                     + [f"{n.get('sm__inst_executed.sum', 0) / 1e6:.1f}", measured_limiter(r, {})])
     cols = ["case", "µs"] + [c for c, _ in PROFILE_UNITS] + ["warp instr. (M)", "busiest"]
-    note = (f"Nsight Compute, % of peak; busiest: the largest of DRAM, L2, L1/shared, SM, or 'latency' when none "
-            f"reaches 60 % ('launch' under 4 µs). {measurements.provenance(recs)}") if recs else None
+    recs = [by[c] for c in cases if c in by]
+    note = ("Nsight Compute, % of peak; busiest: the largest of DRAM, L2, L1/shared, SM, or 'latency' when none "
+            "reaches 60 % ('launch' under 4 µs). "
+            # one line per run shown (the chapters' profile run, the unseen cases' run)
+            + " ".join(measurements.provenance([r for r in recs if r.get("run") == run])
+                       for run in dict.fromkeys(r.get("run") for r in recs))) if recs else None
     return Table(cols, rows, title=title, note=note)
