@@ -227,8 +227,8 @@ def kernel_source_problems(kernel) -> list:
             names.device_functions.add(key)
         elif callable(value) and (getattr(value, "__module__", None) or "").startswith("numba.cuda") and key in CUDA_API:
             names.cuda_functions.add(key)
-    first = node.lineno
-    offset = fn.__code__.co_firstlineno - first
+    # the source inspect read starts at co_firstlineno (the first decorator's line, not the def's): its line 1
+    offset = fn.__code__.co_firstlineno - 1
     return [(line + offset, msg) for line, msg in lint_kernel(node, names)]
 
 

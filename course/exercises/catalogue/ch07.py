@@ -596,8 +596,8 @@ def _wide_load_requests():
             f"(want at most {most} requests of 16 sectors: 32 lanes × 16 bytes, each sector once)")
 
     return Property("16-byte loads by whole warps: 16 sectors per load request (one per 128 elements)", measure,
-                    "Each lane should read its 4 floats with one 16-byte load: `x, y, z, w = load_float4(a, q)` reads "
-                    "a[4q] .. a[4q + 3] in one instruction. Four 4-byte loads make four requests of 4 sectors (or "
+                    "Each lane should read its 4 floats with one 16-byte load: `load_float4(a, q)` returns a[4q] .. "
+                    "a[4q + 3] from one instruction. Four 4-byte loads make four requests of 4 sectors (or "
                     "16, each sector read four times) where one would do.")
 
 
@@ -607,8 +607,8 @@ register(Exercise(
     signature="float4_warp_sum(a, out)",
     task=("Write `float4_warp_sum(a, out)`: out[0] = a[0] + ... + a[n - 1] for a float32 vector a; out[0] starts at "
           f"0. It is launched with threads_per_block = {F4_TPB} and blocks_per_grid = ceil(n / {F4_PER_BLOCK}): "
-          "thread q = cuda.grid(1) reads float4 number q, a[4q] .. a[4q + 3], with one 16-byte load (`x, y, z, w = "
-          "load_float4(a, q)`, after `from course.kernels.reduction import load_float4`) when q < n // 4, as "
+          "thread q = cuda.grid(1) reads float4 number q, a[4q] .. a[4q + 3], with one 16-byte load (`load_float4(a, q)` "
+          "returns the four, after `from course.kernels.reduction import load_float4`) when q < n // 4, as "
           "`atomic_float4` does in chapter 07 §4; the n % 4 elements past the last whole float4 go to the first "
           "threads, one each. Then, instead of one atomic add (原子操作) per thread, each warp adds its 32 values "
           "with shuffles (cuda.shfl_down_sync, 洗牌, as in §3) and one lane adds the warp's sum to out[0]: one "
