@@ -151,3 +151,51 @@ def test_a_traced_launch_is_refused_as_a_plain_one_is(fresh):
 
     with pytest.raises(KernelError, match="dict"):
         trace(lookup_in_a_dict, 1, 32, np.zeros(32, np.float32))
+
+
+# --- a kernel calling the course's 16-byte load (load_float4) is typed with the GPU's intrinsic ----------------
+
+from course.kernels.reduction import load_float4  # noqa: E402  (a plain function on the engine, an intrinsic on a GPU)
+
+
+@cuda.jit
+def float4_sums(a, out):
+    q = cuda.grid(1)
+    if q < out.shape[0]:
+        x, y, z, w = load_float4(a, q)
+        out[q] = (x + y) + (z + w)
+
+
+@cuda.jit
+def float4_into_a_dict(a, out):
+    q = cuda.grid(1)
+    x, y, z, w = load_float4(a, q)
+    sums = {0: x + y}
+    out[q] = sums[0]
+
+
+@cpu_only
+def test_a_kernel_calling_load_float4_types_as_on_the_gpu(fresh):
+    from numba import typeof
+
+    a, out = np.arange(16, dtype=np.float32), np.zeros(4, np.float32)
+    float4_sums[1, 4](a, out)
+    np.testing.assert_array_equal(out, [6, 22, 38, 54])
+    _needs_compiler()
+    # the child rebuilds load_float4 from its address, the GPU's intrinsic: numba-cuda types the call (a copy of the
+    # engine's Python twin would be a plain function it cannot type, and nothing after it would be checked)
+    assert compiler_typing.gpu_typing(float4_sums.py_func, (typeof(a), typeof(out))) == {"ok": True}
+
+
+@cpu_only
+def test_a_dict_after_load_float4_is_refused_with_its_line(fresh):
+    a, out = np.arange(16, dtype=np.float32), np.zeros(4, np.float32)
+    try:
+        float4_into_a_dict[1, 4](a, out)
+    except KernelError as e:
+        message = str(e)
+    else:
+        _needs_compiler()
+        pytest.fail("a kernel with a dict ran on the engine where numba-cuda refuses it")
+    assert "kernel `float4_into_a_dict` does not compile for a GPU" in message and "out[q] = sums[0]" in message
+    assert "a dict does not exist inside a GPU kernel" in message

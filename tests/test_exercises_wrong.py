@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from course import exercises as E
+from numba import cuda, float32
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WRONG = ROOT / "tests" / "fixtures" / "submissions" / "wrong"
@@ -69,6 +70,8 @@ EXPECT_A = {
     "07.block_sums_sequential": ("partial", ["little warp divergence", "6.00 per warp"], ["0 .. stride - 1"]),
     "07.block_sums_unrolled": ("partial", ["coalesced global loads", "16.00 sectors per request"], ["128 apart"]),
     "07.warp_atomic_sum": ("partial", ["{n} atomic operations", "want at most {warps}"], ["shuffles first"]),
+    # one element per 4-byte load, coalesced: a request of 32 lanes x 4 bytes, 4 sectors, where float4 loads make 16
+    "07.float4_warp_sum": ("partial", ["16-byte loads by whole warps", "4.00 sectors per request"], ["load_float4"]),
     # contiguous threads on words 2·stride·t (block_strided's indexing): 1.5 splits per warp, but bank conflicts
     "07.tree_max_fixed": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"],
                           ["2·stride apart"]),
@@ -134,6 +137,8 @@ EXPECT_B = {
     # thread 0 alone: each load a request of one lane, 1 sector (coalesced by sectors per request), n requests
     "07.block_sums_unrolled": ("partial", ["{n} global load requests for {n} elements"], ["few lanes"]),
     "07.warp_atomic_sum": ("fail", ["correct result", "n=33"], ["only one lane"]),  # every lane adds its partial
+    # the n % 4 leftovers lost: wrong on n=3 (all tail), unless its elements add up to 0, then on the next input
+    "07.float4_warp_sum": ("fail", ["correct result", "out[0] is"], ["n % 4"]),
     # 0 instead of -inf past the end: a negative maximum comes out 0 (n=1 when its element is negative, else the
     # short all-negative block)
     "07.tree_max_fixed": ("fail", ["correct result", "out[0] is 0, expected -"], ["-inf"]),
@@ -223,6 +228,48 @@ def test_every_new_exercise_has_two_wrong_fixtures_or_a_test():
     for name in set(E.EXERCISES) - older:  # issue 15's exercises of chapters 01-10, and issue 25's of 01-11
         assert name in listed["a"], name
         assert name in listed["b"], name
+
+
+# --- 07.float4_warp_sum: the chapter's atomic_float4 is not its answer, nor four 4-byte loads ----------------
+
+
+def test_float4_warp_sum_is_not_the_chapters_atomic_float4():
+    from course.kernels import reduction as R
+
+    # atomic_float4 loads as the exercise asks and gets every sum right, but adds with one atomic per thread: a[4q] ..
+    # a[4q + 3] in one atomic each, 32 per warp where the exercise wants one
+    v = E.judge(E.get("07.float4_warp_sum"), R.atomic_float4, seed=0)
+    failed = [r for r in v.results if not r.passed]
+    assert v.status == "partial" and [r.what for r in failed] == [
+        "few global atomics: at most one per warp of 128 elements (原子操作)"], str(v)
+    n = int(re.search(r"\[input n=(\d+)", v.message).group(1))
+    assert f"{n // 4} atomic operations on global memory (want at most {n // 128}" in v.message, v.message
+
+
+@cuda.jit
+def _float4_by_hand(a, out):
+    # the float4 read as four 4-byte loads a[4q + k]: the right sum and one atomic per warp, but four requests where
+    # one would do, each of them over the same 16 sectors (lanes 16 bytes apart)
+    q = cuda.grid(1)
+    n4 = a.shape[0] // 4
+    v = float32(0)
+    if q < n4:
+        v = (a[4 * q] + a[4 * q + 1]) + (a[4 * q + 2] + a[4 * q + 3])
+    if 4 * n4 + q < a.shape[0]:
+        v += a[4 * n4 + q]
+    for off in (16, 8, 4, 2, 1):
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+    if cuda.laneid == 0 and (q < n4 or 4 * n4 + q < a.shape[0]):
+        cuda.atomic.add(out, 0, v)
+
+
+def test_float4_warp_sum_wants_one_16_byte_load_not_four_4_byte_ones():
+    v = E.judge(E.get("07.float4_warp_sum"), _float4_by_hand, seed=0)
+    assert v.status == "partial" and v.score == v.max_score - 1, str(v)
+    n = int(re.search(r"\[input n=(\d+)", v.message).group(1))
+    # n / 32 requests (4 per warp of float4s) of 16 sectors each: 4n / 8 sectors, four times the n / 8 the bytes need
+    assert f"{n // 32} global load requests for {n} elements, {n // 2} sectors: 16.00 sectors per request" in v.message
+    assert f"want at most {n // 128} requests" in v.message and "load_float4" in v.hint, str(v)
 
 
 # --- 05.transpose_mine: timed against the device copy on a GPU, tracer properties only on the CPU ----------

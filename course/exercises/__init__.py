@@ -55,11 +55,13 @@ from course.exercises.lint import (
     CUDA_API,
     DTYPES,
     MATH_API,
+    PUBLIC_DEVICE_FUNCTIONS,
     SAFE_BUILTINS,
     Names,
     attr_chain,
     kernel_source_problems,
     lint_kernel,
+    public_device_function,
 )
 from course.exercises.notebook import check, show
 from course.exercises.properties import (
@@ -81,10 +83,10 @@ from course.exercises.registry import (
 )
 
 __all__ = [
-    "ARRAY_ATTRS", "CUDA_API", "DTYPES", "EXERCISES", "EXERCISES_DIR", "LAUNCH_TIME_LIMIT", "MATH_API", "ROOT",
+    "ARRAY_ATTRS", "CUDA_API", "DTYPES", "EXERCISES", "EXERCISES_DIR", "LAUNCH_TIME_LIMIT", "MATH_API", "PUBLIC_DEVICE_FUNCTIONS", "ROOT",
     "SAFE_BUILTINS", "SOLUTIONS", "Exercise", "Input", "Names", "Property", "Result", "Verdict", "attr_chain",
     "build", "by_chapter", "by_target", "check", "coalesced", "conflict_free", "exercise_notebook",
     "few_warp_splits", "get", "is_stub", "judge", "kernel_source_problems", "lint_kernel", "main",
-    "no_divergence", "no_races", "reference", "register", "shared_at_most", "show", "strip_solutions",
+    "no_divergence", "no_races", "public_device_function", "reference", "register", "shared_at_most", "show", "strip_solutions",
     "uses_shared",
 ]

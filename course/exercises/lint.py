@@ -36,6 +36,35 @@ MATH_API = {n for n in dir(math) if not n.startswith("_")}
 ARRAY_ATTRS = {"shape", "size", "ndim", "dtype", "x", "y", "z"}
 SAFE_BUILTINS = {"range", "min", "max", "abs", "int", "float", "bool", "len", "round", "print",
                  "NotImplementedError", "ValueError", "IndexError", "RuntimeError", "AssertionError"}
+#: The course's device helpers a graded kernel may call, by module: hardware intrinsics that are no exercise's
+#: answer (one 16-byte load: ``from course.kernels.reduction import load_float4``; ``course.kernels.vector``'s
+#: 16-byte loads of a matrix row or an index tuple). A submission's import of one of them is bound to the grader's own
+#: copy (:mod:`course.grading.source`); every other function of ``course`` stays refused (a reference kernel, a
+#: device function such as ``float4_or_tail``: a kernel writes its own).  Beside
+#: :data:`course.grading.source.PUBLIC_CONSTANTS`, the numbers a kernel may take from the course.
+PUBLIC_DEVICE_FUNCTIONS = {
+    "course.kernels.reduction": ("load_float4",),
+    "course.kernels.vector": ("load4", "gload4", "sload4"),
+}
+
+
+def public_device_function(module: str, name: str) -> bool:
+    """True when a graded kernel may call ``module.name`` (see :data:`PUBLIC_DEVICE_FUNCTIONS`)."""
+    return name in PUBLIC_DEVICE_FUNCTIONS.get(module, ())
+
+
+def public_device_functions() -> dict:
+    """``{id(function): "module.name"}`` of :data:`PUBLIC_DEVICE_FUNCTIONS`, the objects this process imported."""
+    import importlib
+
+    out = {}
+    for module, names in PUBLIC_DEVICE_FUNCTIONS.items():
+        mod = importlib.import_module(module)
+        for name in names:
+            out[id(getattr(mod, name))] = f"{module}.{name}"
+    return out
+
+
 _ALLOWED_NODES = (
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If, ast.Expr, ast.Return, ast.Pass,
     ast.Break, ast.Continue, ast.Raise, ast.Assert, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
@@ -176,6 +205,7 @@ def kernel_source_problems(kernel) -> list:
         return []
     names = Names()
     names.modules = {}
+    public = public_device_functions()  # load_float4 is a plain function on the CPU engine, an intrinsic on a GPU
     scope = dict(getattr(fn, "__globals__", {}))
     for key, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         try:
@@ -193,12 +223,12 @@ def kernel_source_problems(kernel) -> list:
             names.constants.add(key)
         elif key in DTYPES or type(value).__module__.startswith("numba.core.types"):
             names.dtypes.add(key)
-        elif is_device_function(value):
+        elif is_device_function(value) or id(value) in public:
             names.device_functions.add(key)
         elif callable(value) and (getattr(value, "__module__", None) or "").startswith("numba.cuda") and key in CUDA_API:
             names.cuda_functions.add(key)
-    first = node.lineno
-    offset = fn.__code__.co_firstlineno - first
+    # the source inspect read starts at co_firstlineno (the first decorator's line, not the def's): its line 1
+    offset = fn.__code__.co_firstlineno - 1
     return [(line + offset, msg) for line, msg in lint_kernel(node, names)]
 
 

@@ -61,6 +61,9 @@ _TRUSTED_MODULES = {"numba.cuda": "cuda", "math": "math", "numpy": "numpy", "num
 #: ``course.sandbox``, ``course.gradebook``, …) is the grader's: its constants (the traced sizes, the limits)
 #: are no kernel's business, and a kernel that uses a name imported from there is not judged.
 PUBLIC_CONSTANTS = ("course.kernels", "course.device")
+#: The functions a graded kernel may call from the course, beside these constants, are
+#: :data:`course.exercises.lint.PUBLIC_DEVICE_FUNCTIONS` (``load_float4``: hardware intrinsics, no exercise's answer),
+#: declared with the rest of what a kernel may use so that ``check()``'s lint and the grader's read one list.
 
 
 def public_constants(module: str) -> bool:
@@ -197,6 +200,9 @@ def _scan_stmt(stmt, k, code, found: Found):
                     f"cell {k}, line {stmt.lineno} imports it from {stmt.module}, which is the grader's, not the "
                     f"course's public API (a graded kernel may take constants only from "
                     f"{' and '.join(m + '.*' if m.endswith('kernels') else m for m in PUBLIC_CONSTANTS)})"))
+            elif ex_mod.public_device_function(stmt.module, alias.name):
+                # a listed intrinsic (load_float4): the kernel calls the grader's own copy
+                found.imported[bound] = (stmt.module, alias.name)
             elif stmt.module.startswith("course."):
                 # constants from the course itself (TILE), read from the grader's trusted copy
                 mod = sys.modules.get(stmt.module)
@@ -255,6 +261,7 @@ def _lint_names(found: Found) -> ex_mod.Names:
     names.constants = set(found.constants)
     names.cuda_functions = set(found.names.cuda_functions)
     names.device_functions = {n for n, d in found.defs.items() if d[3] == "device"}
+    names.device_functions |= {n for n, (mod, attr) in found.imported.items() if ex_mod.public_device_function(mod, attr)}
     return names
 
 
@@ -267,6 +274,7 @@ def _syntax_note(found: Found, target: str) -> str:
 
 def compile_target(found: Found, exercise):
     """Lint and compile the notebook's kernel for ``exercise`` in this process; raise Rejected when it cannot be judged."""
+    import importlib
     import math
 
     import numba
@@ -308,11 +316,13 @@ def compile_target(found: Found, exercise):
                            "are available: that is what compiles for the GPU.")
         order.append(name)
         for sub in ast.walk(fn):
-            if isinstance(sub, ast.Name) and sub.id in names.device_functions and sub.id not in seen:
-                todo.append(sub.id)
+            if isinstance(sub, ast.Name) and sub.id in found.defs and sub.id in names.device_functions and \
+                    sub.id not in seen:
+                todo.append(sub.id)  # the notebook's own device functions (a listed intrinsic is the course's)
     _check_shared_memory(found, order)
     namespace = {"__builtins__": {n: getattr(builtins, n) for n in ex_mod.SAFE_BUILTINS}, "__name__": "submission"}
     trusted = {"cuda": cuda, "math": math, "numpy": np, "numba": numba}
+    trusted.update({m: importlib.import_module(m) for m in ex_mod.PUBLIC_DEVICE_FUNCTIONS})  # the grader's copies
     for alias, mod in found.names.modules.items():
         namespace[alias] = trusted[mod]
     for alias, (mod, attr) in found.imported.items():

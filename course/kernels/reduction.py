@@ -87,6 +87,11 @@ def tolerance(a: np.ndarray) -> float:
 
 
 load_float4 = vector_load(4)  # one 16-byte load: ld.global.v4.f32 on the GPU (course.kernels.vector)
+if not course.on_gpu():
+    # its address, for the GPU compiler's child (course.trace.compiler) that types a notebook's kernel calling it:
+    # there course.kernels.reduction.load_float4 is the intrinsic, where a rebuilt copy of this CPU twin would
+    # be a plain Python function that numba-cuda cannot type
+    load_float4.__module__, load_float4.__qualname__ = __name__, "load_float4"
 
 
 def _aligned(d_a, width: int) -> bool:

@@ -3,7 +3,8 @@ block reduction with warp shuffles, inclusive and exclusive scans inside each bl
 tree, block sums of 512 elements through a tree with sequential addressing (judged on conflicts and warp splits), and
 the same sums with four independent accumulators per thread (judged on load requests per element), and a whole sum
 with one atomic per warp (warp-aggregated atomics, judged on atomics per element), and a planted divergent tree
-(each block's maximum) fixed with sequential addressing (judged on warp splits)."""
+(each block's maximum) fixed with sequential addressing (judged on warp splits), and a whole sum read with float4
+loads and added with one atomic per warp (judged on sectors per load request and atomics per element)."""
 
 from __future__ import annotations
 
@@ -552,4 +553,78 @@ register(Exercise(
                 "must end with the maximum of all 128 values in s[0]: count the steps from 64 down to 1."),
     hint_oob="Guard both loads: the last block's elements may run past a.shape[0], its second half first.",
     stub_hint="start from the planted kernel: which threads work in each step, and which words do they read?",
+))
+
+
+# 07 -- §4: float4 loads as in atomic_float4, the warp's shuffles of §3, one atomic per warp (128 elements)
+
+F4_TPB = 256
+F4_PER_BLOCK = 4 * F4_TPB  # one float4 per thread
+
+
+def _f4_input(rng, n, why):
+    a = f32(rng, n)  # small integers: the sum is exact in any order of the atomics
+    out = np.zeros(1, np.float32)
+    want = np.array([a.astype(np.float64).sum()], np.float32)
+    return Input(f"n={n} ({why})", (ceil_div(n, F4_PER_BLOCK),), (F4_TPB,), (a, out), {1: want}, ("a", "out"))
+
+
+def _f4_inputs(rng):
+    k = random_size(rng, 1, 3)
+    return [
+        _f4_input(rng, 3, "shorter than one float4: the tail alone"),
+        _f4_input(rng, 130, "one warp's 128 elements and a tail of 2"),
+        _f4_input(rng, F4_PER_BLOCK, "exactly one block"),
+        _f4_input(rng, 1025 * k + 17, f"1025·{k} + 17: a tail of {(1025 * k + 17) % 4}, a part-filled last block"),
+        _f4_input(rng, random_size(rng, 1000, 5000), "random"),
+    ]
+
+
+def _wide_load_requests():
+    """At most one global load request per 128 elements, each sector once: 32 lanes × 16 bytes per request."""
+    from course.exercises.contract import Property
+
+    def measure(report, extra):
+        n = extra["input"].args[0].size  # a multiple of 128 (the traced size): no tail
+        t = report.totals()
+        req, sectors = t["global_load_requests"], t["global_load_sectors"]
+        if not req:
+            return False, "no global loads were traced"
+        most = ceil_div(n, 128)
+        return req <= most and sectors <= ceil_div(4 * n, 32), (
+            f"{req} global load requests for {n} elements, {sectors} sectors: {sectors / req:.2f} sectors per request "
+            f"(want at most {most} requests of 16 sectors: 32 lanes × 16 bytes, each sector once)")
+
+    return Property("16-byte loads by whole warps: 16 sectors per load request (one per 128 elements)", measure,
+                    "Each lane should read its 4 floats with one 16-byte load: `load_float4(a, q)` returns a[4q] .. "
+                    "a[4q + 3] from one instruction. Four 4-byte loads make four requests of 4 sectors (or "
+                    "16, each sector read four times) where one would do.")
+
+
+register(Exercise(
+    name="07.float4_warp_sum",
+    title="float4 loads and one atomic per warp",
+    signature="float4_warp_sum(a, out)",
+    task=("Write `float4_warp_sum(a, out)`: out[0] = a[0] + ... + a[n - 1] for a float32 vector a; out[0] starts at "
+          f"0. It is launched with threads_per_block = {F4_TPB} and blocks_per_grid = ceil(n / {F4_PER_BLOCK}): "
+          "thread q = cuda.grid(1) reads float4 number q, a[4q] .. a[4q + 3], with one 16-byte load (`load_float4(a, q)` "
+          "returns the four, after `from course.kernels.reduction import load_float4`) when q < n // 4, as "
+          "`atomic_float4` does in chapter 07 §4; the n % 4 elements past the last whole float4 go to the first "
+          "threads, one each. Then, instead of one atomic add (原子操作) per thread, each warp adds its 32 values "
+          "with shuffles (cuda.shfl_down_sync, 洗牌, as in §3) and one lane adds the warp's sum to out[0]: one "
+          "atomic per 128 elements. A warp with no element adds nothing."),
+    make_inputs=_f4_inputs,
+    make_trace_input=lambda rng: _f4_input(rng, trace_size(rng, 4096, 128), "whole warps of float4s"),
+    properties=(
+        _wide_load_requests(),
+        atomics_at_most("global", lambda inp: ceil_div(inp.args[0].size, 128), "one per warp of 128 elements",
+                        "Add the warp's 32 float4 sums with shuffles first; then one lane (lane 0, say) adds the "
+                        "warp's sum with a single atomic. Every other lane adds nothing."),
+    ),
+    hint_wrong=("Every element must be counted once: the float4s cover a[0] .. a[4·(n // 4) - 1] only, so the last "
+                "n % 4 elements (all of them when n < 4) need a thread each; all 32 lanes take part in every "
+                "shuffle, with a full mask (lanes with nothing bring 0), and only one lane of each warp adds."),
+    hint_oob="Guard the float4 load with q < n // 4, and the tail element with 4·(n // 4) + q < n.",
+    stub_hint="a guarded float4 load (0 past the end) plus one tail element; five shuffles down; lane 0 of each "
+              "warp adds with one atomic",
 ))
