@@ -5,6 +5,7 @@
     python -m course.measure.explain_check table    # docs/explain_validation.md from the JSON
     python -m course.measure.explain_check count --set solutions   # count the unseen set (or: count NAME ...)
     python -m course.measure.explain_check predict-unseen   # freeze the unseen set's predictions, before its GPU run
+    python -m course.measure.explain_check predict-unseen --add   # freeze those of cases new to the set, before theirs
 
 **The measured side** is ``data/measurements/kernel_profiles.json`` (``scripts/gpu/profile_kernels.py``): per case
 the kernel alone with launches queued (``ms``) and Nsight Compute's speed-of-light counters.  **The limiter Nsight
@@ -368,6 +369,28 @@ def main(argv=None) -> int:
         DOC.write_text(table(json.loads(OUT.read_text())))
     elif cmd == "table":
         DOC.write_text(table(json.loads(OUT.read_text())))
+    elif cmd == "predict-unseen" and "--add" in argv:
+        # a case that joined the unseen set after its first profile run (a new exercise): predicted now, with the
+        # constants the file was made with, before its own profile run; the cases already frozen stay as they are
+        pre = preregistered()
+        k = X.Constants(**pre["constants"])
+        if k != X.constants():
+            print("the constants changed since the pre-registration: a case added now would be predicted with other "
+                  "constants than the frozen ones; make a new pre-registration before any unseen case is profiled")
+            return 1
+        names = [c.name for c in case_set("solutions")]
+        missing = [n for n in names if n not in pre["cases"]]
+        counts = count_all(missing, which="solutions") if missing else {}
+        added = predictions(counts, k)
+        pre["cases"].update(added)
+        pre["counts"].update(counts)
+        pre.setdefault("added", []).append({
+            "cases": sorted(added), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": _git("rev-parse", "HEAD")})
+        pre["limiters"] = dict(sorted(_tally(v["limiter"] for v in pre["cases"].values()).items()))
+        PREDICTIONS.write_text(json.dumps(pre, indent=1) + "\n")
+        print(f"added {len(added)} case(s) to {PREDICTIONS.name}: {', '.join(sorted(added)) or 'none missing'}")
+        return 0
     elif cmd == "predict-unseen":
         if PREDICTIONS.exists() and "--again" not in argv:
             print(f"{PREDICTIONS.name} exists: a pre-registration is not made twice. Add --again only if no unseen "
