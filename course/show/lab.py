@@ -65,6 +65,31 @@ def predict(question: str, yours, actual, why: str, by: str = "the tracer counts
     print(verdict(question, yours, actual, why, by, tolerance=tolerance, relative=relative))
 
 
+def compiled(kernel, *args) -> dict:
+    """What the GPU compiler (ptxas, sm_90) gives ``kernel`` launched with ``args``: ``{"registers", "local_bytes",
+    "spill_bytes", ...}`` per thread, as ``nvcc -Xptxas -v`` prints them (course.trace.compiler_typing.gpu_resources:
+    committed facts, the cache, else the CUDA compiler). Raises LookupError, saying what to do, where none is known.
+
+    Defined for chapter 03 §2 (notebooks/03_memory_coalescing.ipynb)."""
+    from numba import typeof
+
+    from course import engine
+    from course.trace import compiler_typing
+
+    fn = engine.kernel_py_func(kernel)
+    argtypes = tuple(typeof(a) for a in args)
+    res = compiler_typing.gpu_resources(fn, argtypes)
+    if res is None:
+        raise LookupError(
+            f"what the GPU compiler makes of {fn.__name__} is not known here: data/compiler_facts.json has it only for "
+            f"the cell as the course ships it, and the CUDA compiler is not installed "
+            f"({compiler_typing.resources_why(fn, argtypes) or 'none answered'}). `make toolkit` installs it (no GPU "
+            f"needed); or run `python -m course.notebook_cells sync` to restore the cell.")
+    if "error" in res:
+        raise LookupError(f"the GPU compiler refused {fn.__name__}: {res['error']}")
+    return res
+
+
 def choose(question: str, yours, actual: str, options: Sequence[str], why: str, by: str = "the course sees") -> None:
     """Print whether the option ``yours`` (one of ``options``, e.g. "a", "b", "c") is ``actual``: one line."""
     said = ", ".join(f'"{o}"' for o in options)
