@@ -65,48 +65,24 @@ def predict(question: str, yours, actual, why: str, by: str = "the tracer counts
     print(verdict(question, yours, actual, why, by, tolerance=tolerance, relative=relative))
 
 
-def _same_kernel(fn, shipped) -> bool:
-    """True when function ``fn`` is ``shipped``'s code as the course ships it: the same source and the same numbers
-    in the globals it names (a chapter's kernel cell, unchanged, beside its source in ``course/kernels/``)."""
-    import inspect
-
-    try:
-        if inspect.getsource(fn) != inspect.getsource(shipped):
-            return False
-    except (OSError, TypeError):
-        return False
-    names = set(fn.__code__.co_names)
-    def numbers(f):
-        return {k: v for k, v in f.__globals__.items() if k in names and isinstance(v, (int, float))}
-    return numbers(fn) == numbers(shipped)
-
-
 def compiled(kernel, *args, shipped=None) -> dict:
     """What the GPU compiler (ptxas, sm_90) gives ``kernel`` launched with ``args``: ``{"registers", "local_bytes",
-    "spill_bytes", ...}`` per thread, as ``nvcc -Xptxas -v`` prints them (course.trace.compiler_typing.gpu_resources:
+    "spill_bytes", ...}`` per thread, as ``nvcc -Xptxas -v`` prints them (course.trace.compiler_typing.kernel_resources:
     committed facts, the cache, else the CUDA compiler). ``shipped``: the course's own copy of a chapter's kernel
     cell, whose committed facts answer while the cell is unchanged and no compiler is installed. Raises
     LookupError, saying what to do, where none is known.
 
     Defined for chapter 03 §2 (notebooks/03_memory_coalescing.ipynb)."""
-    from numba import typeof
-
-    from course import engine
     from course.trace import compiler_typing
 
-    fn = engine.kernel_py_func(kernel)
-    argtypes = tuple(typeof(a) for a in args)
-    res = compiler_typing.gpu_resources(fn, argtypes)
-    if res is None and shipped is not None and _same_kernel(fn, engine.kernel_py_func(shipped)):
-        res = compiler_typing.gpu_resources(engine.kernel_py_func(shipped), argtypes)
+    res, why, name = compiler_typing.kernel_resources(kernel, args, shipped=shipped)
     if res is None:
         raise LookupError(
-            f"what the GPU compiler makes of {fn.__name__} is not known here: data/compiler_facts.json has it only for "
-            f"the kernel as the course ships it, and the CUDA compiler is not installed "
-            f"({compiler_typing.resources_why(fn, argtypes) or 'none answered'}). `make toolkit` installs it (no GPU "
-            f"needed); or run `python -m course.notebook_cells sync` to restore the cell.")
+            f"what the GPU compiler makes of {name} is not known here: data/compiler_facts.json has it only for "
+            f"the kernel as the course ships it, and the CUDA compiler is not installed ({why}). `make toolkit` "
+            f"installs it (no GPU needed); or run `python -m course.notebook_cells sync` to restore the cell.")
     if "error" in res:
-        raise LookupError(f"the GPU compiler refused {fn.__name__}: {res['error']}")
+        raise LookupError(f"the GPU compiler refused {name}: {res['error']}")
     return res
 
 
