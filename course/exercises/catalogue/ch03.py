@@ -321,7 +321,7 @@ register(Exercise(
           f"0 .. {BC_BINS - 1} and out of shape ({BC_BINS}, cols). One thread per column: threads_per_block = "
           f"{BC_TPB}, blocks_per_grid = ceil(cols / {BC_TPB}). bin_counts_local in chapter 03 §2 counts into a "
           "per-thread table h[x[k, i]] += 1; registers cannot be indexed by a value known only at run time, so the "
-          "compiler gives that table 64 bytes of local memory (本地内存) per thread. Count so that every index is "
+          "compiler puts that table in local memory (本地内存). Count so that every index is "
           "known when the kernel is compiled (a loop over range(16), or one variable per count): the compiler "
           "then keeps every count in a register. Judged on what the GPU compiler (ptxas, sm_90) reports, where it "
           "is installed (make toolkit)."),
@@ -331,8 +331,9 @@ register(Exercise(
         no_local_memory(hint=(
             "A table indexed by data (h[x[k, i]]) cannot be a set of registers: a register is named in the "
             "instruction itself. Make every index a number the compiler knows: for each b of range(16), count the "
-            "values equal to b in a register of its own (a local array indexed only by a literal-range loop's "
-            "counter is fine too: the compiler unrolls the loop and keeps it in registers).")),
+            "values equal to b in a register of its own. A local array indexed only by a literal-range loop's "
+            "counter stays in registers only where the compiler unrolls that loop completely (h[b] += v == b is "
+            "unrolled; an if inside the loop can stop it): the check reports what the compiler did.")),
     ),
     hint_wrong=("out[b, i] counts the k with x[k, i] == b, over all rows of column i, for all 16 values b (0 "
                 "where none): every one of the 16 rows of out is written."),
