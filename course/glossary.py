@@ -92,6 +92,10 @@ TERMS = (
     Term("L2 cache", "L2 缓存", "The cache shared by all SMs, between them and device memory.", 3),
     Term("HBM", "高带宽内存", "High-bandwidth memory: the stacked DRAM an H200 uses as device memory.", 3),
     Term("latency", "延迟", "Time from issuing an access until its data arrives, in cycles or ns.", 3),
+    Term("pointer chasing", "指针追逐", "Following j = nxt[j]: each load needs the value of the one before, so the "
+         "time per step is one whole latency (how chapter 03 measures latencies).", 3),
+    Term("memory-level parallelism", "内存级并行", "Several independent loads in flight at once (in one thread, or "
+         "across the lanes and warps of an SM), so that one latency is paid for all of them.", 3),
     Term("bandwidth", "带宽", "Bytes moved per second; effective bandwidth counts only the bytes a kernel needs.", 3),
     Term("coalesced access", "合并访存",
          "A warp's accesses falling into few aligned 32-byte sectors, so one request moves little extra data.", 3),

@@ -136,3 +136,65 @@ def test_without_facts_the_tracer_says_which_lines_it_could_not_settle(monkeypat
     assert "may merge these shared accesses" in r.table() and "make toolkit" in r.table()
     with pytest.raises(compiler.CompilerUnavailable, match="no compiler facts"):
         trace(k, 1, 64, a, np.zeros(64, np.float32), compiler=True)
+
+
+# --- what ptxas gives a kernel: registers and local memory (chapter 03 §2, the exercise 03.bin_counts) -------------
+
+
+@NEEDS_TOOLKIT
+def test_a_table_updated_at_a_data_index_gets_local_memory_and_counts_in_registers_do_not(monkeypatch, tmp_path):
+    from course import engine
+    from course.kernels import memory as m
+    from course.trace import compiler_typing
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiler, "_memo", {})
+    monkeypatch.setattr(compiler_typing, "_verdicts", {})
+    monkeypatch.delenv("COURSE_COMPILER_FACTS_WRITE", raising=False)
+
+    @cuda.jit
+    def per_value(x, out):  # the bin b is the loop's counter: known when compiling
+        i = cuda.grid(1)
+        if i < x.shape[1]:
+            for b in range(16):
+                c = 0
+                for k in range(x.shape[0]):
+                    if x[k, i] == b:
+                        c += 1
+                out[b, i] = c
+
+    x, out = np.zeros((8, 64), np.int32), np.zeros((16, 64), np.int32)
+    argtypes = (typeof(x), typeof(out))
+    table = compiler_typing.gpu_resources(engine.kernel_py_func(m.bin_counts_local), argtypes)
+    assert table["local_bytes"] == 16 * 4  # the whole table of 16 int32 counts
+    assert compiler_typing.gpu_resources(per_value.py_func, argtypes)["local_bytes"] == 0
+    assert list((tmp_path / "cuda-fast-course" / "compiler" / "resources").glob("*.json"))  # cached for next time
+
+
+def test_the_chapters_prediction_needs_no_compiler(monkeypatch, tmp_path):
+    # chapter 03 §2 asks ptxas's local bytes of its bin_counts_local cell: without a compiler or a cache,
+    # data/compiler_facts.json answers for the course's copy while the cell is unchanged (run make compiler-facts
+    # after editing course/kernels/memory.py above the kernel); a changed cell is refused with what to do
+    import json
+
+    from course.kernels import memory as m
+    from course.show import lab
+    from course.trace import compiler_typing
+
+    nb = json.loads((compiler.ROOT / "notebooks" / "03_memory_coalescing.ipynb").read_text(encoding="utf-8"))
+    text = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and c["metadata"].get("course", {}).get("kernel") == "memory.bin_counts_local")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiler, "_memo", {})
+    monkeypatch.setattr(compiler_typing, "_verdicts", {})
+    monkeypatch.setattr(compiler_typing, "toolchain", lambda: None)
+    monkeypatch.delenv("COURSE_COMPILER_FACTS_WRITE", raising=False)
+    x, out = np.zeros((8, 128), np.int32), np.zeros((16, 128), np.int32)
+    cell = tmp_path / "cell.py"  # the cell's text, in a file of its own (its globals: a notebook's, say an x)
+    cell.write_text(text)
+    ns = {"__name__": "__main__", "x": np.arange(3)}
+    exec(compile(text, str(cell), "exec"), ns)
+    assert lab.compiled(ns["bin_counts_local"], x, out, shipped=m.bin_counts_local)["local_bytes"] == 16 * 4
+    ns["BINS"] = 8  # the learner's change: no facts for it here
+    with pytest.raises(LookupError, match="make toolkit"):
+        lab.compiled(ns["bin_counts_local"], x, out, shipped=m.bin_counts_local)

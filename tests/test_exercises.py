@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import course  # noqa: F401  (backend first)
+import numba
 from numba import cuda, float32
 
 from course import exercises as E
@@ -25,7 +26,14 @@ TILE = 32
 def test_reference_kernel_gets_full_marks(name):
     ex = E.get(name)
     v = E.judge(ex, ex.reference(), seed=1)
-    assert v.status == "pass" and v.score == ex.max_score, str(v)
+    assert v.status == "pass" and v.score == v.max_score == ex.max_score - _not_judged(v), str(v)
+
+
+def _not_judged(v) -> int:
+    """Checks this machine cannot judge (no CUDA compiler: 03.bin_counts' local memory), each saying how to get it."""
+    missing = [r for r in v.results if not r.judged]
+    assert all("make toolkit" in r.detail for r in missing), str(v)
+    return len(missing)
 
 
 def test_every_chapter_with_a_notebook_solution_has_exercises():
@@ -234,6 +242,33 @@ def transpose_stub(src, dst):
     raise NotImplementedError("05.transpose_padded: write it")
 
 
+@cuda.jit
+def counts_in_a_table(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[1]:
+        h = cuda.local.array(16, numba.int32)
+        for b in range(16):
+            h[b] = 0
+        for k in range(x.shape[0]):
+            h[x[k, i]] += 1
+        for b in range(16):
+            out[b, i] = h[b]
+
+
+def test_a_check_this_machine_cannot_judge_says_so_and_is_left_out_of_the_score(monkeypatch):
+    from course.trace import compiler_typing
+
+    ex = E.get("03.bin_counts")
+    monkeypatch.setattr(compiler_typing, "gpu_resources", lambda fn, argtypes: None)
+    monkeypatch.setattr(compiler_typing, "resources_why", lambda fn, argtypes: "ptxas was not found")
+    v = E.judge(ex, counts_in_a_table, seed=3)  # right counts; its table would be in local memory
+    assert (v.status, v.score, v.max_score) == ("pass", 1, ex.max_score - 1), str(v)
+    text = str(v)
+    assert "NOT JUDGED HERE no local memory" in text and "ptxas was not found" in text and "make toolkit" in text
+    assert v.message.startswith("all 1 checks judged here passed; not judged here: no local memory")
+    assert not v.hint  # nothing to fix in the kernel
+
+
 def test_untouched_stub_scores_zero():
     v = E.judge(E.get("05.transpose_padded"), transpose_stub)
     assert v.status == "not attempted" and v.score == 0
@@ -416,7 +451,7 @@ def test_every_chapter_has_its_exercises_in_its_solution_notebook():
 def test_solution_notebook_functions_get_full_marks(name):
     ex = E.get(name)
     v = E.judge(ex, _solution_function(name), seed=2)
-    assert v.status == "pass" and v.score == ex.max_score, str(v)
+    assert v.status == "pass" and v.score == v.max_score == ex.max_score - _not_judged(v), str(v)
 
 
 @pytest.mark.parametrize("name", list(E.EXERCISES))

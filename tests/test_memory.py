@@ -184,6 +184,35 @@ def test_probes_end_where_the_host_walk_ends(rng):
     assert f[0] == np.float32(0.9375)  # 0.5 -> 0.75 -> 0.875 -> 0.9375
 
 
+def test_four_chains_per_thread_end_where_the_host_walks_end(rng):
+    # a cycle 0 -> 2 -> 1 -> 3 -> 0 by hand: two steps from 0 reach 1, from 3 reach 2
+    order = np.array([0, 2, 1, 3])
+    nxt = m.chain_array(order, 1, 4)
+    assert list(m.reference_chase_each(nxt, np.array([[0, 3, 2, 1]], np.uint32), 2)[0]) == [1, 2, 3, 0]
+    steps = 9
+    order = m.random_cycle(m.CHAINS * (steps + 1) + 3, rng)
+    nxt = m.chain_array(order, 1, len(order))
+    starts = m.disjoint_starts(order, 1, 40, steps, rng)
+    visited = [{int(m.walk(nxt, k, int(s))) for s in row for k in range(steps + 1)} for row in starts]
+    assert all(len(v) == m.CHAINS * (steps + 1) for v in visited)  # one thread's four walks never meet
+    out = np.zeros((40, m.CHAINS), np.uint32)
+    m.chase_each[1, 64](nxt, starts, np.int32(steps), out)
+    assert [[m.walk(nxt, steps, int(s)) for s in row] for row in starts] == out.tolist()
+    with pytest.raises(ValueError, match="do not fit"):
+        m.disjoint_starts(order, 1, 1, len(order), rng)
+
+
+def test_bin_counts_local_counts_each_value(rng):
+    x = np.array([[3, 0], [3, 15], [7, 15]], np.int32)  # column 0: 3, 3, 7; column 1: 0, 15, 15
+    want = np.zeros((m.BINS, 2), np.int32)
+    want[3, 0], want[7, 0], want[0, 1], want[15, 1] = 2, 1, 1, 2
+    assert np.array_equal(m.reference_bin_counts(x), want)
+    x = rng.integers(0, m.BINS, (5, 70)).astype(np.int32)
+    out = np.full((m.BINS, 70), -1, np.int32)
+    m.bin_counts_local[2, 64](x, out)
+    assert np.array_equal(out, m.reference_bin_counts(x)) and (out.sum(axis=0) == 5).all()
+
+
 def test_scatter_writes_a_sparse_chain(rng):
     dst = np.zeros(1000, np.uint32)
     pos = np.array([0, 100, 900], np.int64)

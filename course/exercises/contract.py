@@ -29,7 +29,12 @@ class Input:
 
 @dataclass(frozen=True)
 class Property:
-    """A performance property measured on a traced launch: ``measure(report, extra) -> (ok, detail)``."""
+    """A performance property measured on a traced launch: ``measure(report, extra) -> (ok, detail)``.
+
+    ``ok`` None: the property cannot be judged on this machine (what the GPU compiler makes of a kernel, where
+    the compiler is not installed); ``detail`` then says why and how to get it. Such a check is shown as not
+    judged and left out of the score and of its maximum: it neither passes nor fails the kernel.
+    """
 
     name: str
     measure: Callable
@@ -97,6 +102,7 @@ class Result:
     passed: bool
     detail: str = ""
     input: str = ""
+    judged: bool = True  # False: this machine cannot judge it (then passed is False, and it is not scored)
 
 
 @dataclass
@@ -117,7 +123,12 @@ class Verdict:
     @property
     def message(self) -> str:
         """One line for a gradebook: the first failure with its input, or what passed."""
-        failed = [r for r in self.results if not r.passed]
+        failed = [r for r in self.results if not r.passed and r.judged]
+        unjudged = [r for r in self.results if not r.judged]
+        if unjudged and not failed:
+            judged = len(self.results) - len(unjudged)
+            return (f"all {judged} checks judged here passed; not judged here: "
+                    + "; ".join(f"{r.what}: {' '.join(r.detail.split())}" for r in unjudged))
         if not failed:
             return f"all {len(self.results)} checks passed" if self.results else self.status
         parts = []
@@ -137,7 +148,7 @@ class Verdict:
     def __str__(self) -> str:
         lines = [f"{self.exercise}: {self.status.upper()}  {self.score}/{self.max_score}"]
         for r in self.results:
-            mark = "PASS" if r.passed else "FAIL"
+            mark = "PASS" if r.passed else "FAIL" if r.judged else "NOT JUDGED HERE"
             where = f"  [input {r.input}]" if r.input else ""
             detail = f": {r.detail}" if r.detail else ""
             lines.append(f"  {mark} {r.what}{detail}{where}".replace("\n", "\n       "))

@@ -241,8 +241,8 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
     rng = np.random.default_rng(seed)
     results = []
 
-    def verdict(status, score, hint):
-        return Verdict(ex.name, status, score, ex.max_score, results, hint)
+    def verdict(status, score, hint):  # a check this machine cannot judge counts in neither score nor maximum
+        return Verdict(ex.name, status, score, ex.max_score - sum(not r.judged for r in results), results, hint)
 
     if lint:
         problems = kernel_source_problems(kernel)
@@ -299,15 +299,16 @@ def judge(ex: Exercise, kernel, *, seed=None, time_limit=None, lint=True) -> Ver
         extra = {"shared_bytes": shared.max_bytes, "kernel": kernel, "input": tin2}  # kernel: properties that time it on a GPU
         for prop in ex.properties:
             ok, detail = prop.measure(report, extra)
-            results.append(Result(prop.name, ok, detail, tin2.label))
+            results.append(Result(prop.name, bool(ok), detail, tin2.label, judged=ok is not None))
             if ok:
                 score += 1
-            elif not hint:
+            elif ok is not None and not hint:
                 hint = prop.hint
     raced = _race_results(ex, kernel, spare, rng, report, results, time_limit)
     if raced:  # the correctness point needs a result that does not depend on the order threads run in
         results[1:1] = raced
         score -= 1
         hint = RACE_HINT
-    status = "pass" if score == ex.max_score else "partial" if score else "fail"
+    top = ex.max_score - sum(not r.judged for r in results)
+    status = "pass" if score == top else "partial" if score else "fail"
     return verdict(status, score, hint)

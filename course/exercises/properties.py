@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from course.exercises.contract import Property
 
 # Properties, measured on a trace report (course.trace)
@@ -297,3 +299,91 @@ def busy_lanes_at_least(lanes: float, hint: str = "") -> Property:
         "Count the lanes that have work in each warp: do whole warps sit idle, or do warps start inside a "
         "row and end inside the next? Number the elements with one flat index over the whole launch."),
         lines=True)
+
+
+def loads_in_flight(array: str, at_least: int, hint: str) -> Property:
+    """Each load of ``array`` (a chain: slot j holds the next slot) takes its address from a load of it issued at least
+    ``at_least`` loads of ``array`` earlier in the same thread, so that many can be in flight at once (内存级并行).
+
+    Read from the trace and the chain's own data: load k at slot s depends on the latest earlier load of the same
+    thread that returned s (the value of ``array`` at its slot). A walk of one chain at a time makes each load wait
+    for the one just before (distance 1); four chains interleaved in one loop put three independent loads between
+    a load and the one that needs its value (distance 4). Counted in the blocks the trace kept in detail, each
+    thread's loads in program order.
+    """
+
+    def measure(report, extra):
+        inp = extra["input"]
+        data = np.asarray(inp.args[inp.names.index(array)]).ravel()
+        per_thread: dict = {}
+        for b in report.detail_blocks:
+            for w in report.warp_accesses(b):
+                if w.space == "global" and w.op == "load" and w.array == array:
+                    for x in w.lanes:
+                        if x is not None:
+                            per_thread.setdefault((b, x.thread), []).append(x.offset // data.itemsize)
+        if not per_thread:
+            return False, f"no global loads of {array} were traced"
+        worst = None  # (distance, thread, k)
+        dependent = 0
+        for thread, slots in per_thread.items():
+            last = {}  # value returned -> the position of the latest load that returned it
+            for k, s in enumerate(slots):
+                if s in last:
+                    dependent += 1
+                    d = k - last[s]
+                    if worst is None or d < worst[0]:
+                        worst = (d, thread, k)
+                last[int(data[s])] = k
+        if worst is None:
+            return False, f"no load of {array} takes its address from an earlier load of {array}: nothing is chased"
+        d, (b, t), k = worst
+        before = "the load just before it" if d == 1 else f"the load {d} loads before it"
+        return d >= at_least, (f"{dependent} loads of {array} take their address from an earlier one; the nearest: "
+                               f"thread {t} of block {b}, whose load {k} of {array} needs the value of {before} "
+                               f"(want at least {at_least} loads apart: {at_least} in flight)")
+
+    return Property(f"{at_least} chases in flight: each load of {array} at least {at_least} loads after the one it "
+                    f"needs (内存级并行)", measure, hint)
+
+
+NOT_JUDGED_COMPILER = ("the CUDA compiler is not installed here ({why}), so what it makes of the kernel cannot be "
+                       "read: `make toolkit` installs it (NVIDIA's pip wheels, about 250 MB, no GPU needed), then "
+                       "run the check again. This check is left out of the score until then.")
+
+
+def no_local_memory(hint: str) -> Property:
+    """The GPU compiler gives the kernel no local memory (本地内存): ``ptxas -v`` for sm_90 reports a 0-byte stack
+    frame for the traced launch's argument types (:func:`course.trace.compiler_typing.gpu_resources`), the number
+    numba's ``get_local_mem_per_thread()`` reports on a GPU. Where the CUDA compiler is not installed it is not
+    judged, and says how to get it."""
+
+    def measure(report, extra):
+        from numba import typeof
+
+        from course.exercises.lint import py_func
+        from course.trace import compiler_typing
+
+        kernel, fn = extra["kernel"], py_func(extra["kernel"])
+        try:
+            argtypes = tuple(typeof(a) for a in extra["input"].args)
+        except Exception as e:  # the launch ran, so this is the course's limit, not the kernel's
+            return None, f"its arguments could not be typed for the compiler ({type(e).__name__})"
+        res = compiler_typing.gpu_resources(fn, argtypes) if fn is not None else None
+        if res is None and hasattr(kernel, "get_local_mem_per_thread"):  # a GPU backend without ptxas: numba's own
+            try:
+                kernel.compile(argtypes)
+                res = {"local_bytes": int(kernel.get_local_mem_per_thread(argtypes)), "spill_bytes": 0,
+                       "registers": int(kernel.get_regs_per_thread(argtypes))}
+            except Exception:
+                res = None
+        if res is None:
+            why = (compiler_typing.resources_why(fn, argtypes) if fn is not None else "") or "no compiler answered"
+            return None, NOT_JUDGED_COMPILER.format(why=why)
+        if "error" in res:
+            return False, f"the GPU compiler refused the kernel: {res['error']}"
+        spills = f", {res['spill_bytes']} of them spilled registers" if res.get("spill_bytes") else ""
+        return res["local_bytes"] == 0, (f"the compiler (ptxas, sm_90) gives it {res['local_bytes']} bytes of local "
+                                         f"memory per thread{spills} and {res['registers']} registers (want 0 bytes)")
+
+    return Property("no local memory: the compiler keeps every value in registers (本地内存)", measure, hint)

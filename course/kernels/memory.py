@@ -20,7 +20,9 @@ Memory spaces (seed 002 §1.2, seed 003 §3):
                         per warp (a broadcast) or 32 (served one address at a time); the same per-lane
                         pattern from global memory for contrast.
 7. ``local_dynamic``    a per-thread array indexed by data: it cannot live in registers, so it goes to
-                        local memory (本地内存).
+                        local memory (本地内存) — unless the compiler resolves the index (it does here).
+   ``bin_counts_local``  per-thread counts of 16 values kept in a table updated at a data index
+                        (``h[x[k, i]] += 1``): the compiler gives it 64 bytes of local memory.
 8. ``many_live`` / ``many_live_capped``  sixteen live accumulators; the capped build limits registers
                         (``max_registers``) so that the compiler spills them to local memory.
 
@@ -31,6 +33,7 @@ for the one before; ``clock64`` around the loop gives cycles per step.
    L2 or HBM), ``chase_shared``, ``chase_const``, ``chase_local`` (a 1 KB local array: L1), the
    beyond-L2 local chase ``chase_local_big_kernel()`` (many warps' local arrays, 5× the L2: DRAM), and
    ``fma_latency`` (a dependent FMA chain: what "a register access" costs in practice).
+   ``chase_each``: four chains per thread, walked one after another (every load waits for the one before).
 
 ``KERNELS`` lists the bandwidth kernels with NumPy references; ``LATENCY_KERNELS`` the probes;
 ``NCU_CASES`` the launches the tracer's validation script runs under Nsight Compute, each with sector
@@ -47,7 +50,7 @@ import numpy as np
 import course  # noqa: F401  (chooses the backend before numba is imported)
 from course import backend
 from course.kernels import registry
-from numba import cuda, float32, uint32
+from numba import cuda, float32, int32, uint32
 
 from course.kernels.cases import Case
 
@@ -229,6 +232,24 @@ def local_dynamic(x, idx, out):
         out[i] = t[idx[i] & (LOCAL_WORDS - 1)]
 
 
+BINS = 16
+
+
+@cuda.jit
+def bin_counts_local(x, out):
+    """out[b, i] = how many of column i's values x[k, i] equal b (0 <= b < 16), counted in a per-thread table
+    updated at a data index: registers cannot be indexed at run time, so the table goes to local memory."""
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i < x.shape[1]:
+        h = cuda.local.array(BINS, int32)
+        for b in range(BINS):
+            h[b] = 0
+        for k in range(x.shape[0]):
+            h[x[k, i]] += 1
+        for b in range(BINS):
+            out[b, i] = h[b]
+
+
 def _many_live(x, out, iters):
     """Sixteen accumulators that all stay live through the loop: about 16 registers of state per thread."""
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -391,6 +412,20 @@ def chase_local_big_kernel(words: int = LOCAL_BIG_WORDS):
 
     _LOCAL_CHASE[key] = chase_local_big
     return chase_local_big
+CHAINS = 4
+
+
+@cuda.jit
+def chase_each(nxt, starts, steps, out):
+    """Thread t follows its CHAINS chains ``steps`` steps each from starts[t, c], one chain after another, and writes
+    where each ended to out[t, c]: every load of nxt waits for the one just before it."""
+    t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if t < starts.shape[0]:
+        for c in range(CHAINS):
+            j = starts[t, c]
+            for _ in range(steps):
+                j = nxt[j]
+            out[t, c] = j
 
 
 @cuda.jit
@@ -449,6 +484,29 @@ def walk(nxt: np.ndarray, steps: int, start: int = 0) -> int:
     for _ in range(steps):
         j = int(nxt[j])
     return j
+
+
+def disjoint_starts(order: np.ndarray, stride: int, threads: int, steps: int, rng: np.random.Generator) -> np.ndarray:
+    """(threads, CHAINS) uint32 start words on the cycle ``order`` (slots ``stride`` words apart): each thread's chains
+    begin ``steps + 1`` slots apart from a random place, so that no two of one thread's walks meet in ``steps`` steps."""
+    if CHAINS * (steps + 1) > len(order):
+        raise ValueError(f"{CHAINS} walks of {steps} steps do not fit apart on a cycle of {len(order)} slots")
+    first = rng.integers(0, len(order), threads)
+    at = (first[:, None] + np.arange(CHAINS)[None, :] * (steps + 1)) % len(order)
+    return (order[at] * stride).astype(np.uint32)
+
+
+def reference_chase_each(nxt: np.ndarray, starts: np.ndarray, steps: int) -> np.ndarray:
+    """Where each walk of chase_each ends: ``steps`` steps of j = nxt[j] from every start, on the host."""
+    j = starts.astype(np.int64)
+    for _ in range(steps):
+        j = nxt[j].astype(np.int64)
+    return j.astype(nxt.dtype)
+
+
+def reference_bin_counts(x: np.ndarray) -> np.ndarray:
+    """bin_counts_local's answer: out[b, i] = how many x[k, i] equal b, for b < BINS."""
+    return (x[None, :, :] == np.arange(BINS)[:, None, None]).sum(axis=1).astype(np.int32)
 
 
 def fma_reference(v: float, a: float, b: float, steps: int) -> np.float32:

@@ -65,6 +65,27 @@ def predict(question: str, yours, actual, why: str, by: str = "the tracer counts
     print(verdict(question, yours, actual, why, by, tolerance=tolerance, relative=relative))
 
 
+def compiled(kernel, *args, shipped=None) -> dict:
+    """What the GPU compiler (ptxas, sm_90) gives ``kernel`` launched with ``args``: ``{"registers", "local_bytes",
+    "spill_bytes", ...}`` per thread, as ``nvcc -Xptxas -v`` prints them (course.trace.compiler_typing.kernel_resources:
+    committed facts, the cache, else the CUDA compiler). ``shipped``: the course's own copy of a chapter's kernel
+    cell, whose committed facts answer while the cell is unchanged and no compiler is installed. Raises
+    LookupError, saying what to do, where none is known.
+
+    Defined for chapter 03 §2 (notebooks/03_memory_coalescing.ipynb)."""
+    from course.trace import compiler_typing
+
+    res, why, name = compiler_typing.kernel_resources(kernel, args, shipped=shipped)
+    if res is None:
+        raise LookupError(
+            f"what the GPU compiler makes of {name} is not known here: data/compiler_facts.json has it only for "
+            f"the kernel as the course ships it, and the CUDA compiler is not installed ({why}). `make toolkit` "
+            f"installs it (no GPU needed); or run `python -m course.notebook_cells sync` to restore the cell.")
+    if "error" in res:
+        raise LookupError(f"the GPU compiler refused {name}: {res['error']}")
+    return res
+
+
 def choose(question: str, yours, actual: str, options: Sequence[str], why: str, by: str = "the course sees") -> None:
     """Print whether the option ``yours`` (one of ``options``, e.g. "a", "b", "c") is ``actual``: one line."""
     said = ", ".join(f'"{o}"' for o in options)

@@ -1,22 +1,39 @@
-"""Typing only: would numba-cuda compile this kernel for a GPU?  (the CPU engine asks before a launch)
+"""Typing only: would numba-cuda compile this kernel for a GPU?  (the CPU engine asks before a launch)  And what
+ptxas gives it: registers and local memory per thread (an exercise's property asks, chapter 03 §2).
 
 The engine runs Python, so it runs kernels a GPU refuses (a dict, ``'%d' % i``).  One child per process, started on
 the first kernel that needs it and kept, types each unknown kernel signature with numba-cuda's own front end
 (``compile_cuda``: typing and lowering to LLVM; no NVVM, no ptxas; ~20-400 ms a kernel after a ~2 s start).  The
 kernel travels as :func:`course.trace.compiler.describe` makes it; a kernel whose committed compiler facts say it
 compiled, or whose verdict is cached on disk (the compiler's user cache, ``typing/``), never reaches the child.
+
+The same child answers :func:`gpu_resources`: numba-cuda's PTX for sm_90 (NVVM) put through ``ptxas -v``, about
+0.2 s a kernel where a fresh compiler child (:func:`course.trace.compiler.summary`, with ``nvdisasm``) takes 2-3 s.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
 import pickle
 import subprocess
 import sys
+import tempfile
 from typing import Optional
 
-from course.trace.compiler import HARDWARE_MODE_PRELUDE, ROOT, committed, describe, rebuild, user_cache
+from course.trace.compiler import (
+    HARDWARE_MODE_PRELUDE,
+    ROOT,
+    committed,
+    describe,
+    lookup,
+    ptxas_resources,
+    rebuild,
+    summary,
+    toolchain,
+    user_cache,
+)
 
 
 TYPING_TIMEOUT_S = 60  # one kernel's typing; the child's start (importing numba-cuda) is inside the first
@@ -33,7 +50,7 @@ while True:
     if len(head) < 4:
         break  # the parent is gone or done
     spec = pickle.loads(sys.stdin.buffer.read(struct.unpack("<I", head)[0]))
-    out.write("@@TYPING@@" + json.dumps(compiler._child_type(spec)) + "\n"); out.flush()
+    out.write("@@TYPING@@" + json.dumps(compiler._child_answer(spec)) + "\n"); out.flush()
 '''
 
 
@@ -46,6 +63,43 @@ def _child_ready() -> dict:
     except Exception as e:  # numba-cuda not importable in hardware mode
         return {"available": False, "why": f"{type(e).__name__}: {e}"[:300]}
     return {"available": available, "why": "" if available else "NVVM (the CUDA compiler) was not found"}
+
+
+def _child_answer(spec) -> dict:
+    """In the typing child: the answer to one request (a typing verdict, or ptxas's resources when ``job`` says so)."""
+    return _child_resources(spec) if spec.get("job") == "resources" else _child_type(spec)
+
+
+def _child_resources(spec) -> dict:
+    """In the typing child: ``{"resources": {registers, local_bytes, spill_bytes, ...}}`` from ``ptxas -v`` on the
+    kernel's PTX for sm_90 (-O3, as the driver compiles it), ``{"error": why}`` when it does not compile, or
+    ``{"unknown": why}`` when ptxas is not here or the kernel cannot be rebuilt."""
+    from numba import cuda
+
+    tc = toolchain()
+    if tc is None:
+        return {"unknown": "ptxas was not found"}
+    try:
+        kernel = rebuild(spec)
+        argtypes = pickle.loads(spec["argtypes"])
+    except Exception as e:
+        return {"unknown": f"{type(e).__name__}: {e}"[:300]}
+    try:
+        ptx, _ = cuda.compile_ptx(kernel, argtypes, cc=tuple(spec["cc"]))
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+    with tempfile.TemporaryDirectory() as d:
+        p = pathlib.Path(d)
+        (p / "k.ptx").write_text(ptx)
+        cc = "sm_%d%d" % tuple(spec["cc"])
+        try:
+            r = subprocess.run([tc["ptxas"], f"-arch={cc}", "-O3", "-v", str(p / "k.ptx"), "-o", str(p / "k.cubin")],
+                               capture_output=True, text=True, timeout=TYPING_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError) as e:
+            return {"unknown": f"ptxas did not run: {e}"[:300]}
+    if r.returncode:
+        return {"error": "ptxas: " + (r.stderr or r.stdout).strip()[:300]}
+    return {"resources": dict(ptxas_resources(r.stderr + r.stdout), toolchain=tc["version"])}
 
 
 def _child_type(spec) -> dict:
@@ -258,6 +312,99 @@ def gpu_typing(fn, argtypes) -> Optional[dict]:
         except OSError:
             pass
     return verdict
+
+
+_resources_why: dict = {}  # fingerprint -> why gpu_resources has no answer
+
+
+def gpu_resources(fn, argtypes) -> Optional[dict]:
+    """What ptxas gives kernel ``fn`` for ``argtypes`` (numba types) on an sm_90 GPU, as ``nvcc -Xptxas -v`` prints it.
+
+    ``{"registers", "local_bytes" (the stack frame: local memory per thread), "spill_bytes", "shared_bytes",
+    "toolchain"}``; ``{"error": why}`` when the kernel does not compile for a GPU; None when it cannot be known
+    here (no CUDA compiler: :func:`resources_why` says so).  Committed or cached compiler facts answer first, then a
+    verdict cached on disk (``resources/``), then the typing child.
+    """
+    key, spec = describe(fn, argtypes)
+    memo = ("resources", key)
+    if memo in _verdicts:
+        return _verdicts[memo]
+    if os.environ.get("COURSE_COMPILER_FACTS_WRITE"):  # make compiler-facts: the full facts, into the committed file
+        summary(fn, argtypes)
+    f = lookup(key)  # the tracer's facts (data/compiler_facts.json or its cache) hold the same ptxas numbers
+    if f is not None and "sass" in f:
+        _verdicts[memo] = {k: f["sass"][k] for k in ("registers", "local_bytes", "spill_bytes", "shared_bytes")}
+        _verdicts[memo]["toolchain"] = f.get("toolchain", "?")
+        return _verdicts[memo]
+    version = _numba_cuda_version()
+    path = user_cache() / "resources" / f"{key}.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("numba_cuda") == version:
+            _verdicts[memo] = cached["verdict"]
+            return _verdicts[memo]
+    except (OSError, ValueError, KeyError):
+        pass
+    if toolchain() is None:
+        _resources_why[key] = "ptxas (the CUDA compiler's last stage) was not found"
+        return None
+    out = _typing_child.type(dict(spec, job="resources"))
+    if out is None or "unknown" in out:
+        _resources_why[key] = (out or {}).get("unknown") or _typing_child.why or "the compiler child did not answer"
+        return None
+    verdict = out["resources"] if "resources" in out else {"error": out.get("error", "it did not compile")}
+    _verdicts[memo] = verdict
+    if not os.environ.get("COURSE_GRADE_FRESH"):  # the grader writes nothing outside its --out folder
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"numba_cuda": version, "verdict": verdict}))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return verdict
+
+
+def resources_why(fn, argtypes) -> str:
+    """Why :func:`gpu_resources` gave no answer for this kernel ("" when it did, or was not asked)."""
+    return _resources_why.get(describe(fn, argtypes)[0], "")
+
+
+def _same_code(fn, shipped) -> bool:
+    """True when function ``fn`` is ``shipped``'s code as the course ships it: the same source and the same numbers
+    in the globals it names (a chapter's kernel cell, unchanged, beside its source in ``course/kernels/``)."""
+    import inspect
+
+    try:
+        if inspect.getsource(fn) != inspect.getsource(shipped):
+            return False
+    except (OSError, TypeError):
+        return False
+    names = set(fn.__code__.co_names)
+
+    def numbers(f):
+        return {k: v for k, v in f.__globals__.items() if k in names and isinstance(v, (int, float))}
+
+    return numbers(fn) == numbers(shipped)
+
+
+def kernel_resources(kernel, args, shipped=None) -> tuple:
+    """``(resources or None, why none, kernel name)``: :func:`gpu_resources` of a kernel object launched with ``args``.
+
+    ``shipped``: the course's copy of a chapter's kernel cell (a module's kernel). While the cell is unchanged its
+    committed facts answer for it: a cell's own fingerprint takes in the notebook's globals named like its
+    attributes (an ``x`` beside ``threadIdx.x``), so it is not the same from one run of a chapter to the next.
+    """
+    from numba import typeof
+
+    from course.engine import kernel_py_func
+
+    fn = kernel_py_func(kernel)
+    argtypes = tuple(typeof(a) for a in args)
+    res = gpu_resources(fn, argtypes)
+    if res is None and shipped is not None and _same_code(fn, kernel_py_func(shipped)):
+        res = gpu_resources(kernel_py_func(shipped), argtypes)
+    return res, "" if res is not None else (resources_why(fn, argtypes) or "no compiler answered"), fn.__name__
 
 
 def typing_why() -> str:

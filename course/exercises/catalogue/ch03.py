@@ -1,6 +1,7 @@
 """Chapter 03: coalescing (合并访存) — kinetic energy from a struct of arrays, column sums walking down, an array
 of structs converted into a struct of arrays with both sides as coalesced as they can be, and weighted sums whose
-weights every warp reads as a broadcast (广播)."""
+weights every warp reads as a broadcast (广播); pointer chases kept in flight together (内存级并行, §1), and counts
+kept in registers rather than local memory (本地内存, §2)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from course.exercises.contract import Exercise, Input
 from course.exercises.inputs import ceil_div, f32, random_size, trace_size
-from course.exercises.properties import broadcast_loads, coalesced
+from course.exercises.properties import broadcast_loads, coalesced, loads_in_flight, no_local_memory
 from course.exercises.registry import register
 
 # 03 -- kinetic energy of particles stored as a struct of arrays
@@ -230,4 +231,112 @@ register(Exercise(
                 "register that starts at 0 and written once."),
     hint_oob="Guard column i against x.shape[1]: the last block is only partly filled.",
     stub_hint="one column per thread; a register sum over k of w[k] * x[k, i]; one store",
+))
+
+
+# 03 -- §1: four pointer chases per thread, interleaved, so that four loads are in flight at once
+
+CH_TPB = 64
+CH_CHAINS = 4  # course.kernels.memory.CHAINS
+
+
+def _ch_input(rng, threads, steps, why):
+    from course.kernels import memory as m
+
+    order = m.random_cycle(4 * CH_CHAINS * (steps + 1), rng)  # room for every thread's four walks to stay apart
+    nxt = m.chain_array(order, 1, len(order))
+    starts = m.disjoint_starts(order, 1, threads, steps, rng)
+    out = np.full((threads, CH_CHAINS), 0xFFFFFFFF, np.uint32)  # never a slot: an unwritten end shows
+    return Input(f"{threads}x{CH_CHAINS} starts, {steps} steps ({why})", (ceil_div(threads, CH_TPB),),
+                 (CH_TPB,), (nxt, starts, np.int32(steps), out), {3: m.reference_chase_each(nxt, starts, steps)},
+                 ("nxt", "starts", "steps", "out"))
+
+
+def _ch_inputs(rng):
+    return [
+        _ch_input(rng, 1, 1, "one thread, one step"),
+        _ch_input(rng, 3, 0, "no steps: each walk ends where it starts"),
+        _ch_input(rng, 65, 7, "one block and one thread"),
+        _ch_input(rng, random_size(rng, 20, 130), random_size(rng, 2, 12), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.chase_interleaved",
+    title="Latency: four pointer chases in flight at once",
+    signature="chase_interleaved(nxt, starts, steps, out)",
+    task=("Write `chase_interleaved(nxt, starts, steps, out)`: thread t follows four chains j = nxt[j] (指针追逐, "
+          "pointer chasing, as chapter 03 §1 measures latency), chain c starting at starts[t, c], `steps` steps "
+          "each, and writes where chain c ended to out[t, c]. nxt and starts are uint32; one thread per row of "
+          f"starts, threads_per_block = {CH_TPB}, blocks_per_grid = ceil(starts.shape[0] / {CH_TPB}). A load whose "
+          "address is the value of the load before it must wait for that load: walked one chain after another "
+          "(chase_each in §1), every load waits a whole latency. The four chains do not depend on each other: "
+          "advance all four in the same loop, one step of each per turn, so that each load of nxt comes 4 loads "
+          "after the one whose value it needs and four are in flight at once (内存级并行, memory-level "
+          "parallelism)."),
+    make_inputs=_ch_inputs,
+    make_trace_input=lambda rng: _ch_input(rng, trace_size(rng, 64), 6, "whole warps"),
+    properties=(
+        loads_in_flight("nxt", CH_CHAINS, hint=(
+            "Walking chain 0 to its end before chain 1 makes every load wait for the one just before it. Keep four "
+            "positions, one per chain, and in each turn of one loop over the steps advance each of the four once.")),
+    ),
+    hint_wrong=("out[t, c] is where chain c of thread t ends: `steps` times j = nxt[j] from j = starts[t, c] (0 "
+                "steps: the start itself). Each chain moves only along its own walk."),
+    hint_oob="Guard thread t against starts.shape[0]: the last block is only partly filled.",
+    stub_hint="one thread per row of starts; four positions, all four advanced in each turn of one loop",
+))
+
+
+# 03 -- §2: counts kept in registers: a table updated at a data index lives in local memory
+
+BC_TPB = 64
+BC_BINS = 16  # course.kernels.memory.BINS
+
+
+def _bc_input(rng, rows, cols, why):
+    from course.kernels import memory as m
+
+    x = rng.integers(0, BC_BINS, (rows, cols)).astype(np.int32)
+    out = np.full((BC_BINS, cols), -1, np.int32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(cols, BC_TPB),), (BC_TPB,), (x, out),
+                 {1: m.reference_bin_counts(x)}, ("x", "out"))
+
+
+def _bc_inputs(rng):
+    return [
+        _bc_input(rng, 1, 1, "one value"),
+        _bc_input(rng, 17, 33, "17 values per column, one warp and one column"),
+        _bc_input(rng, 3, 65, "one block and one column"),
+        _bc_input(rng, random_size(rng, 2, 12), random_size(rng, 70, 200), "random"),
+    ]
+
+
+register(Exercise(
+    name="03.bin_counts",
+    title="Registers, not local memory: counts at indices the compiler knows",
+    signature="bin_counts(x, out)",
+    task=("Write `bin_counts(x, out)`: out[b, i] = how many of the values x[0, i], x[1, i], ..., x[rows - 1, i] of "
+          f"column i equal b, for b = 0 .. {BC_BINS - 1}, for an int32 matrix x of shape (rows, cols) with values in "
+          f"0 .. {BC_BINS - 1} and out of shape ({BC_BINS}, cols). One thread per column: threads_per_block = "
+          f"{BC_TPB}, blocks_per_grid = ceil(cols / {BC_TPB}). bin_counts_local in chapter 03 §2 counts into a "
+          "per-thread table h[x[k, i]] += 1; registers cannot be indexed by a value known only at run time, so the "
+          "compiler puts that table in local memory (本地内存). Count so that every index is "
+          "known when the kernel is compiled (a loop over range(16), or one variable per count): the compiler "
+          "then keeps every count in a register. Judged on what the GPU compiler (ptxas, sm_90) reports, where it "
+          "is installed (make toolkit)."),
+    make_inputs=_bc_inputs,
+    make_trace_input=lambda rng: _bc_input(rng, 8, trace_size(rng, 64), "whole warps"),
+    properties=(
+        no_local_memory(hint=(
+            "A table indexed by data (h[x[k, i]]) cannot be a set of registers: a register is named in the "
+            "instruction itself. Make every index a number the compiler knows: for each b of range(16), count the "
+            "values equal to b in a register of its own. A local array indexed only by a literal-range loop's "
+            "counter stays in registers only where the compiler unrolls that loop completely (h[b] += v == b is "
+            "unrolled; an if inside the loop can stop it): the check reports what the compiler did.")),
+    ),
+    hint_wrong=("out[b, i] counts the k with x[k, i] == b, over all rows of column i, for all 16 values b (0 "
+                "where none): every one of the 16 rows of out is written."),
+    hint_oob="Guard column i against x.shape[1]: the last block is only partly filled.",
+    stub_hint="one thread per column; one count per value b, each at an index known when compiling",
 ))
