@@ -422,6 +422,40 @@ def _diff_fixed(small):
     return (*_vec1(n, 128), want)
 
 
+def _chase_interleaved(small):
+    # one random cycle over 2^24 slots (64 MB of uint32, past the 50 MB L2), four starts per thread anywhere on it
+    slots, threads, steps = (4096, 200, 20) if small else (1 << 24, 1 << 15, 256)
+
+    def make(rng):
+        from course.kernels import memory as m
+
+        order = m.random_cycle(slots, rng)
+        nxt = m.chain_array(order, 1, slots)
+        starts = rng.integers(0, slots, (threads, 4)).astype(np.uint32)
+        return nxt, starts, np.int32(steps), np.full((threads, 4), 0xFFFFFFFF, np.uint32)
+
+    def want(a):
+        j = a[1].astype(np.int64)
+        for _ in range(int(a[2])):
+            j = a[0][j].astype(np.int64)
+        return {3: j.astype(np.uint32)}
+
+    return (_cdiv(threads, 64),), (64,), make, want
+
+
+def _bin_counts(small):
+    rows, cols = (8, 300) if small else (64, 1 << 20)  # 256 MB of int32 values 0..15, one thread per column
+
+    def make(rng):
+        return (rng.integers(0, 16, (rows, cols), dtype=np.int8).astype(np.int32),
+                np.full((16, cols), -1, np.int32))
+
+    def want(a):  # one bin at a time: no (16, rows, cols) temporary
+        return {1: np.stack([(a[0] == b).sum(axis=0) for b in range(16)]).astype(np.int32)}
+
+    return (_cdiv(cols, 64),), (64,), make, want
+
+
 #: exercise target -> spec(small)
 SPECS = {
     "vector_add": _vector_add, "saxpy": _saxpy, "reverse": _reverse, "matrix_add": _matrix_add,
@@ -429,6 +463,7 @@ SPECS = {
     "even_odd_paths": _even_odd_paths, "count_positive": _count_positive, "warp_sum_fixed": _warp_sum_fixed,
     "leaky_relu": _leaky_relu, "global_warp": _global_warp, "scale_channels": _scale_channels,
     "kinetic_energy": _kinetic_energy, "column_sums": _column_sums, "aos_to_soa": _aos_to_soa,
+    "chase_interleaved": _chase_interleaved, "bin_counts": _bin_counts,
     "soa_to_aos": _soa_to_aos, "weighted_sum": _weighted_sum,
     "row_sums": _row_sums, "stencil_1d": _stencil_1d, "histogram": _histogram, "row_sums_swizzled": _row_sums,
     "segment_sums": _segment_sums, "warp_rotate": _warp_rotate,
