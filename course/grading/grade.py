@@ -544,8 +544,13 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
             rows.append({"student": e.student, "assignment": e.assignment, "submission": e.label,
                          "exercise": r["exercise"], "score": r["score"], "max_score": r["max_score"],
                          "status": r["status"], "late": late, "message": r["message"]})
+    # a check this machine cannot judge (03.bin_counts' local bytes, without the CUDA compiler) is left out of the
+    # score and of its maximum: the instructor is told, since another grading machine would count it
+    not_judged = sorted({f"{r['exercise']}: {c.get('what', '?')}" for rec in submissions for r in rec["exercises"]
+                         for c in r.get("results", []) if c.get("judged") is False})
     summary = {
         "grader": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+                   "not_judged": not_judged,
                    "seconds": round(time.time() - started, 1), "jobs": jobs, "cell_timeout": cell_timeout,
                    "timeout": timeout, "launch_timeout": opts["launch_timeout"], "backend": course.BACKEND,
                    "grader_files_changed": changed, "sandbox": box, "salt": salt, "salt_from": salt_from,
@@ -556,6 +561,10 @@ def grade(paths, out_dir, jobs=1, cell_timeout=30.0, timeout=300.0, launch_timeo
         "submissions": submissions,
     }
     write_outputs(out_dir, rows, summary)
+    if not_judged:
+        print("warning: checks this machine cannot judge were left out of the scores and their maxima (install the "
+              "CUDA compiler with `make toolkit` and grade again to count them): " + "; ".join(not_judged),
+              file=sys.stderr)
     if changed:
         print("warning: the grader's own files changed during grading (a submission may have written to them): "
               + ", ".join(changed), file=sys.stderr)
