@@ -525,6 +525,10 @@ def solution_kernels() -> dict:
             continue
         nb = nbformat.read(SOLUTIONS / chapter.file.replace(".ipynb", "_solutions.ipynb"), as_version=4)
         found = source.scan(nb)
+        # each notebook's cells under names of their own ("<cell 5 of 03_...>"): kept apart in linecache, so that
+        # course.explain finds each kernel's loops in its own source (with a shared "<cell 5>", the last notebook
+        # compiled hid the others', and their sampled loops went unscaled)
+        found.origin = f" of {chapter.file.replace('.ipynb', '_solutions.ipynb')}"
         for ex in exercises:
             out[ex.name] = source.compile_target(found, ex)
     return out

@@ -51,6 +51,10 @@ class Found:
     # name -> (cell, line, why): bound by a statement the grader could not read (a constant too deeply nested
     # to evaluate); only a kernel that uses the name pays for it
     unreadable: dict = field(default_factory=dict)
+    # appended to the "<cell N>" file name the kernels are compiled under: several notebooks compiled in one
+    # process (course.exercises.solution_cases) each keep their cells' source in linecache, where the tracer and
+    # course.explain read a kernel's loops from; the grader scans one notebook per process and leaves it empty
+    origin: str = ""
 
 
 _TRUSTED_MODULES = {"numba.cuda": "cuda", "math": "math", "numpy": "numpy", "numba": "numba"}
@@ -331,7 +335,7 @@ def compile_target(found: Found, exercise):
     namespace.update(found.constants)
     for name in reversed(order):  # device functions before the kernels that call them
         c, fn, src, k = found.defs[name]
-        filename = f"<cell {c}>"
+        filename = f"<cell {c}{found.origin}>"
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         # compile only what was linted: a function node built here from the linted body and the parameter
         # names; the learner's decorators, annotations and default expressions are never evaluated

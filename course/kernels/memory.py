@@ -590,14 +590,8 @@ KERNELS = registry.registry(
     Version("many_live_capped", "the same, capped at 16 registers: spills", many_live_capped),
 )
 
-LATENCY_KERNELS = {
-    "chase": chase,
-    "chase_cg": chase_cg,
-    "chase_shared": chase_shared,
-    "chase_const": chase_const,
-    "chase_local": chase_local,
-    "fma_latency": fma_latency,
-}
+LATENCY_KERNELS = {"chase": chase, "chase_cg": chase_cg, "chase_shared": chase_shared, "chase_const": chase_const,
+                   "chase_local": chase_local, "fma_latency": fma_latency}
 
 
 def random_particles(n: int, rng: np.random.Generator) -> np.ndarray:

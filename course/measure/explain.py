@@ -272,11 +272,11 @@ def _lines_and_reuse(report) -> tuple:
     seen: set = set()
     sites_per_warp: dict = {}
     for w in accesses:
+        if w.space != "global":  # a shared atomic stays in its block's SM: no same-address chain across the device
+            continue
         if w.op == "atomic":
             atom_lanes += w.active
             atom_n += 1
-        if w.space != "global":
-            continue
         per_sector: dict = {}
         for la in w.lanes:
             if la is not None:
@@ -411,6 +411,9 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         t_detail = time.perf_counter() - t0
         if loop_cap is None:  # as many trips as the budget allows: a 2-trip block took t_detail without line events
             loop_cap = int(max(2, min(LOOP_CAP, 2 * (budget_s / 3) / max(t_detail * LINE_EVENTS_COST, 1e-4))))
+        unscalable = kernel_def(fn.__code__) is None
+        if unscalable:  # no source to find the loops' lines in: a cut loop could not be scaled, so none is cut
+            loop_cap = 1 << 62
         loops = LoopSampler(cap=loop_cap)
         g["range"] = loops
         t1 = time.perf_counter()
@@ -445,7 +448,11 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         c.gst_sectors += sc.total("global", "store", "count")
         c.shared_wavefronts += sc.total("shared", "load", "count") + sc.total("shared", "store", "count")
         c.shared_requests += sc.total("shared", "load") + sc.total("shared", "store")
-        c.atomics += sc.total("global", "atomic") + sc.total("shared", "atomic")
+        # global atomics go to the L2 and, on one address, one after another across the device; a shared atomic is
+        # an access of its block's shared memory (its wavefronts), in parallel on every SM
+        c.atomics += sc.total("global", "atomic")
+        c.shared_wavefronts += sc.total("shared", "atomic", "count")
+        c.shared_requests += sc.total("shared", "atomic")
         c.steps += sum(sc.steps.values()) if sc.steps else 0.0
         raw = sum(sc.raw_steps.values()) if sc.raw_steps else 0
         c.barriers += sc.report.barriers() * (sum(sc.steps.values()) / raw if raw else 1.0)
@@ -462,6 +469,8 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
         threads = c.atomics * c.atomic_lanes
         smallest = min((a.size for a in args if isinstance(a, np.ndarray)), default=1)
         c.atomic_chain = threads / max(1, min(smallest, threads))
+    if unscalable:
+        c.how.append("the kernel's source was not found (its loops' lines unknown): every loop ran whole")
     if any(t[0] > t[1] for t in loops.trips.values()):
         c.how.append(f"loops of more than {loops.cap} trips ran their first {loops.cap}; their lines' counts scaled")
     c.how.append(f"traced {sampled} of {nblocks} blocks ({time.perf_counter() - t0:.1f} s)")

@@ -40,7 +40,10 @@ TYPING_TIMEOUT_S = 60  # one kernel's typing; the child's start (importing numba
 
 _TYPING_CHILD = HARDWARE_MODE_PRELUDE + r'''
 import json, pickle, struct
-sys.path.extend(p for p in json.loads(sys.argv[2]) if p not in sys.path)  # the parent's, without its sitecustomize
+# the parent's import path, in the parent's order and first (a wheel folder on PYTHONPATH, such as the GPU lane's numpy
+# 2.4 that numba-cuda needs, must win over the system's site-packages, which -I puts first), without its sitecustomize
+_parent = json.loads(sys.argv[2])
+sys.path[:] = _parent + [p for p in sys.path if p not in _parent]
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 from course.trace import compiler_typing as compiler
 out = sys.stdout
