@@ -29,7 +29,6 @@ bytes read + written) and numba's launch overhead on an empty kernel, all in the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -96,25 +95,9 @@ def argparse_suppress():
     return argparse.SUPPRESS
 
 
-def case_set(which, scale):
-    """The cases of one ``--set``: ``timed``, ``solutions`` or ``all``."""
-    out = []
-    if which in ("timed", "all"):
-        from course.measure import timed_cases
-
-        out += timed_cases.cases(scale)
-    if which in ("solutions", "all"):
-        from course.exercises import solution_cases
-
-        out += solution_cases.cases(scale)
-        if importlib.util.find_spec("course.measure.claim_cases") is not None:  # the claims' own launches, unseen too
-            from course.measure import claim_cases
-
-            out += claim_cases.cases(scale)
-    return out
-
-
 def selected(args, scale):
+    from course.measure.explain_check import case_set  # the one list the predictions use too
+
     cases = case_set(args.set, scale)
     if args.only:
         want = set(args.only.split(","))
