@@ -382,6 +382,19 @@ def _matvec_t(small):
             lambda a: {2: a[1].astype(np.float64) @ a[0]})
 
 
+def _tiled_rect(small):
+    m, n, k = (40, 70, 50) if small else (2048, 2048, 2048)
+    return ((_cdiv(n, 32), _cdiv(m, 8)), (32, 8),
+            lambda rng: (_f32(rng, (m, k)), _f32(rng, (k, n)), np.zeros((m, n), np.float32)),
+            lambda a: {2: a[0].astype(np.float64) @ a[1].astype(np.float64)})
+
+
+def _matvec_float4(small):
+    rows, cols = (30, 100) if small else (4096, 4096)  # cols a multiple of 4: 16-byte rows
+    return ((_cdiv(rows, 4),), (32, 4), lambda rng: (_f32(rng, (rows, cols)), _f32(rng, cols), np.zeros(rows, np.float32)),
+            lambda a: {2: a[0].astype(np.float64) @ a[1]})
+
+
 def _scale_rows_fixed(small):
     rows, cols = (24, 150) if small else (1024, 1024)  # 512 threads: 2048 elements each
     return ((4,), (128,), lambda rng: (_f32(rng, (rows, cols)), _f32(rng, rows), np.zeros((rows, cols), np.float32)),
@@ -479,6 +492,7 @@ SPECS = {
     "warp_atomic_sum": _warp_atomic_sum, "tree_max_fixed": _tree_max_fixed, "float4_warp_sum": _float4_warp_sum,
     "scale_chunk": _scale_chunk, "dot_mapped": _dot_mapped,
     "matvec": _matvec, "matmul_abt": _matmul_abt, "sgemm_regtile": _sgemm_regtile, "matvec_t": _matvec_t,
+    "tiled_rect": _tiled_rect, "matvec_float4": _matvec_float4,
     "scale_rows_fixed": _scale_rows_fixed, "block_reverse_fixed": _block_reverse_fixed,
     "softmax_rows": _softmax_rows, "diff_fixed": _diff_fixed,
 }

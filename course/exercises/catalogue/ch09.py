@@ -1,12 +1,14 @@
-"""Chapter 09: matrix products — a matrix-vector product with one warp per row, a tiled c = a @ b.T, and a
-register-tiled SGEMM with 2x2 outputs per thread (judged on shared loads per multiply-add), and the transposed
-product y = a.T @ x with one thread per column."""
+"""Chapter 09: matrix products — a matrix-vector product with one warp per row, a tiled c = a @ b.T, a
+register-tiled SGEMM with 2x2 outputs per thread (judged on shared loads per multiply-add), the transposed
+product y = a.T @ x with one thread per column, the seed's tiled kernel made correct for every shape with a
+rectangular 8x32 tile (§3: judged on edge shapes and global loads per multiply-add), and the warp-per-row
+matrix-vector product with 16-byte loads (§6: judged on load requests and sectors)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from course.exercises.contract import Exercise, Input
+from course.exercises.contract import Exercise, Input, Property
 from course.exercises.inputs import ceil_div, f32, random_size, trace_shape, trace_size
 from course.exercises.properties import (
     coalesced,
@@ -235,5 +237,164 @@ register(Exercise(
                 "against a.shape[1], not a.shape[0]."),
     hint_oob="Threads past the last column must do nothing: compare the column with a.shape[1].",
     stub_hint="one thread per column: loop over the rows, add a[r, c] * x[r] in a register, write y[c]",
+    atol=1e-3,
+))
+
+
+# 09 -- §3: the seed's tiled kernel correct for every shape, with a rectangular tile: 8 rows x 32 columns of c, k in
+# steps of 32
+
+RR_THREADS = (32, 8)  # a warp per row of the block's tile: 32 neighbouring columns of c
+RR_ROWS, RR_COLS, RR_K = 8, 32, 32
+
+
+def _rr_input(rng, m, k, n, why):
+    a, b = f32(rng, (m, k)) / 8, f32(rng, (k, n)) / 8
+    c = np.full((m, n), np.nan, np.float32)
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    return Input(f"{m}x{k} @ {k}x{n} ({why})", (ceil_div(n, RR_COLS), ceil_div(m, RR_ROWS)), RR_THREADS, (a, b, c),
+                 {2: want}, ("a", "b", "c"))
+
+
+def _rr_inputs(rng):
+    return [
+        _rr_input(rng, 1, 1, 1, "one element"),
+        _rr_input(rng, 17, 16, 16, "rows past a tile, k shorter than one step"),
+        _rr_input(rng, 1, 33, 5, "k one past a step, n less than a warp"),
+        _rr_input(rng, 13, 19, 23, "primes"),
+        _rr_input(rng, 9, 65, 33, "one past a tile in every dimension"),
+        _rr_input(rng, random_size(rng, 10, 40), random_size(rng, 10, 80), random_size(rng, 10, 80), "random"),
+    ]
+
+
+RR_TRACE = (16, 64, 64)  # about the traced m, k, n: drawn per check in whole tiles and steps, m k n at most 49152
+
+
+def _rect_global_loads():
+    """Global loads per multiply-add at most 5/32: per step of 32 along k a thread loads 1 element of a and 4 of b
+    and does 32 multiply-adds with what its block staged (one warp request serves 32 lanes)."""
+
+    def measure(report, extra):
+        (m, k), n = extra["input"].args[0].shape, extra["input"].args[1].shape[1]
+        req = report.totals()["global_load_requests"]
+        most = m * k * n * 5 // (32 * 32)
+        return req <= most, (f"{req} global load requests for {m * k * n} multiply-adds: {req * 32 / (m * k * n):.3f} "
+                             f"loads per multiply-add (want at most {most}: 5/32 = 0.156, 1 of a and 4 of b per "
+                             f"thread for each step of 32 along k)")
+
+    return Property("global loads per multiply-add at most 5/32 (tiles reused from shared memory, 分块)", measure,
+                    "Stage a whole 8x32 tile of a and a 32x32 tile of b per step (each thread 1 element of a and 4 "
+                    "rows of b), then run 32 multiply-adds from shared memory: a step of 8 along k loads twice "
+                    "as often per multiply-add, and reading a or b from global memory in the inner loop 2 per "
+                    "multiply-add.")
+
+
+register(Exercise(
+    name="09.tiled_rect",
+    title="The seed's tiled kernel, correct for every shape, with an 8x32 tile",
+    signature="tiled_rect(a, b, c)",
+    task=("Write `tiled_rect(a, b, c)`: c = a @ b for float32 a (m, k), b (k, n), c (m, n), any shape. It is "
+          f"launched with threads_per_block = {RR_THREADS} and one block per {RR_ROWS}x{RR_COLS} tile of c: "
+          f"blocks_per_grid = (ceil(n / {RR_COLS}), ceil(m / {RR_ROWS})), so a warp owns 32 neighbouring columns of "
+          f"one row of c. Walk k in steps of {RR_K}: per step, stage the {RR_ROWS}x{RR_K} tile of a (one element "
+          f"per thread, lanes along k) and the {RR_K}x{RR_COLS} tile of b (4 rows per thread) in shared memory "
+          "(分块), sync, add 32 products, sync. Then fix what chapter 09 §3 found in the seed's kernel: round the "
+          "number of steps up, load 0 for every tile slot outside a or b, store only inside c, and let every "
+          "thread reach every barrier."),
+    make_inputs=_rr_inputs,
+    make_trace_input=lambda rng: _rr_input(rng, *trace_shape(rng, RR_TRACE, (RR_ROWS, RR_K, RR_COLS), 49_152),
+                                           "whole tiles"),
+    properties=(
+        uses_shared(),
+        _rect_global_loads(),
+        coalesced("load", hint="Lanes of a warp (neighbouring threadIdx.x) should load neighbouring k of one row of "
+                               "a and neighbouring columns of one row of b."),
+        coalesced("store"),
+        conflict_free("load", name="no bank conflicts on the tile reads (存储体冲突)"),
+        no_races(),
+    ),
+    hint_wrong=("Count the steps along k rounded up, (k + 31) // 32: with k // 32, as the seed's N / TILE, the "
+                "last k % 32 terms are never added (all of them when k < 32). Put 0 in every tile slot whose "
+                "element lies past the edge of a or b."),
+    hint_oob=("Edge tiles reach past a, b and c: guard each load (row < m and the k-index < k for a; the k-index "
+              "< k and col < n for b) and the store (row < m and col < n). Every thread must still reach both "
+              "syncthreads()."),
+    stub_hint="tiles 8x32 of a and 32x32 of b per step along k, zeros past the edges; sync; 32 products; sync; "
+              "guarded store",
+    atol=1e-4,
+))
+
+
+# 09 -- §6: the warp-per-row matrix-vector product with 16-byte loads
+
+MV4_BLOCK = MV_BLOCK
+
+
+def _mv4_input(rng, rows, cols, why):
+    a, x = f32(rng, (rows, cols)) / 8, f32(rng, cols) / 8
+    y = np.full(rows, np.nan, np.float32)
+    want = (a.astype(np.float64) @ x).astype(np.float32)
+    return Input(f"{rows}x{cols} ({why})", (ceil_div(rows, MV4_BLOCK[1]),), MV4_BLOCK, (a, x, y), {2: want},
+                 ("a", "x", "y"))
+
+
+def _mv4_inputs(rng):
+    return [
+        _mv4_input(rng, 1, 4, "one float4"),
+        _mv4_input(rng, 17, 16, "rows past a block, 4 float4s per row"),
+        _mv4_input(rng, 1, 132, "one row: a warp's 128 floats and one float4 more"),
+        _mv4_input(rng, 6, 388, "three warp steps and one float4"),
+        _mv4_input(rng, random_size(rng, 5, 20), 4 * random_size(rng, 15, 100), "random"),
+    ]
+
+
+def _wide_row_loads():
+    """16-byte loads by whole warps: at most one request per 128 floats of a and of x, 16 sectors each."""
+
+    def measure(report, extra):
+        rows, cols = extra["input"].args[0].shape  # cols a multiple of 128 in the traced input: no partial step
+        t = report.totals()
+        req, sectors = t["global_load_requests"], t["global_load_sectors"]
+        if not req:
+            return False, "no global loads were traced"
+        most = 2 * rows * cols // 128  # a once and x once per row, 32 lanes x 16 bytes per request
+        return req <= most and sectors <= 2 * rows * cols * 4 // 32, (
+            f"{req} global load requests for a {rows}x{cols} a and x read once per row, {sectors} sectors: "
+            f"{sectors / req:.2f} sectors per request (want at most {most} requests of 16 sectors: 32 lanes x 16 "
+            f"bytes, each sector once)")
+
+    return Property("16-byte loads by whole warps: 16 sectors per load request (one per 128 floats)", measure,
+                    "Each lane should read 4 neighbouring floats of the row, and the same 4 of x, with one 16-byte "
+                    "load each: `gload4(a, (row, 4 * q))` and `gload4(x, (4 * q,))` return them from one "
+                    "instruction. Four 4-byte loads make four requests where one would do; lanes whose float4s "
+                    "are not neighbours spread a request over 32 sectors.")
+
+
+register(Exercise(
+    name="09.matvec_float4",
+    title="Matrix-vector product with 16-byte loads",
+    signature="matvec_float4(a, x, y)",
+    task=("Write `matvec_float4(a, x, y)`: y = a @ x for a float32 matrix a of shape (rows, cols) and vectors x "
+          "(cols) and y (rows), where cols is a multiple of 4 (so every row starts on 16 bytes). It is launched as "
+          f"09.matvec, with threads_per_block = {MV4_BLOCK} and blocks_per_grid = ceil(rows / {MV4_BLOCK[1]}): "
+          "warp threadIdx.y of the block owns one row. Read the row as float4s, as chapter 09 §6's `vectorized` "
+          "reads its tiles: lane l takes float4s q = l, l + 32, ... < cols / 4, each with one 16-byte load "
+          "(向量化访存) of a and one of x (`gload4(a, (row, 4 * q))`, `gload4(x, (4 * q,))`, after `from "
+          "course.kernels.vector import gload4`), adds the 4 products, and the warp adds its 32 partial sums with "
+          "shuffles (洗牌) before one lane writes y."),
+    make_inputs=_mv4_inputs,
+    make_trace_input=lambda rng: _mv4_input(rng, trace_size(rng, 8, MV4_BLOCK[1]), trace_size(rng, 512, 128),
+                                            "whole blocks, whole warp steps"),
+    properties=(
+        _wide_row_loads(),
+        no_atomics("global", "Each warp owns its row: the warp adds up its partial sums itself (shuffles) and one "
+                             "lane writes y."),
+    ),
+    hint_wrong=("Every float4 of the row must be counted once: lane l takes q = l, l + 32, ... < cols // 4 and adds "
+                "all 4 products of a[row, 4q .. 4q + 3] and x[4q .. 4q + 3]; after shfl_down only lane 0 holds "
+                "the whole sum."),
+    hint_oob="Rows past the last one (the last block) and float4s past cols // 4 must not be read.",
+    stub_hint="row = blockIdx.x * 4 + threadIdx.y; lanes stride the row by 32 float4s with gload4; shuffle-reduce; "
+              "lane 0 writes",
     atol=1e-3,
 ))
