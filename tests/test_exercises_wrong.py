@@ -80,6 +80,9 @@ EXPECT_A = {
     # contiguous threads on words 2·stride·t (block_strided's indexing): 1.5 splits per warp, but bank conflicts
     "07.tree_max_fixed": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"],
                           ["2·stride apart"]),
+    # thread 0 zeroes row b, then lane 0 of each warp adds the warp's two sums with atomics: right, but atomics
+    "07.partial_moments": ("partial", ["no global atomics", "atomic operations on global memory (want none)"],
+                           ["owns row b"]),
     "08.dot_mapped": ("partial", ["{n} atomic operations", "want at most 4"], ["block"]),  # one per element
     "08.pipeline": ("partial", ["0 of 32 copies use pinned host memory", "modelled time 1.00"], ["pinned"]),
     "09.matvec": ("partial", ["{cols/8} sectors per request"], ["neighbouring columns"]),  # runs of cols/32 floats
@@ -154,6 +157,9 @@ EXPECT_B = {
     # 0 instead of -inf past the end: a negative maximum comes out 0 (n=1 when its element is negative, else the
     # short all-negative block)
     "07.tree_max_fixed": ("fail", ["correct result", "out[0] is 0, expected -"], ["-inf"]),
+    # `if q >= n: return` before the barrier: on n=1, 127 threads of block 0 are gone when thread 0 reaches it
+    "07.partial_moments": ("error", ["n=1", "finished without reaching it", "early `return`"],
+                           ["error above names the line"]),
     "08.dot_mapped": ("partial", ["reads global memory about once", "want at most {n/4}"], ["neighbouring"]),
     "08.pipeline": ("partial", ["modelled time 0.50", "returns without waiting"], ["more chunks"]),
     "09.matvec": ("fail", ["y[0] is NaN: never written"], ["lane"]),
@@ -300,6 +306,46 @@ def test_float4_warp_sum_wants_one_16_byte_load_not_four_4_byte_ones():
     # n / 32 requests (4 per warp of float4s) of 16 sectors each: 4n / 8 sectors, four times the n / 8 the bytes need
     assert f"{n // 32} global load requests for {n} elements, {n // 2} sectors: 16.00 sectors per request" in v.message
     assert f"want at most {n // 128} requests" in v.message and "load_float4" in v.hint, str(v)
+
+
+# --- 07.partial_moments: the right partials from loads that are not coalesced ------------------------------
+
+
+@cuda.jit
+def _moments_by_runs(a, partials):
+    # block b's elements as the grid-stride loop hands them out, but each thread adds one 128-float run of them
+    # (b·128 + 1024·t + j): the right partials, every lane of a load 1024 floats from its neighbour
+    t = cuda.threadIdx.x
+    start = cuda.blockIdx.x * cuda.blockDim.x + t * cuda.gridsize(1)
+    sums = float32(0)
+    squares = float32(0)
+    for j in range(cuda.blockDim.x):
+        if start + j < a.shape[0]:
+            x = a[start + j]
+            sums += x
+            squares += x * x
+    for off in (16, 8, 4, 2, 1):
+        sums += cuda.shfl_down_sync(0xFFFFFFFF, sums, off)
+        squares += cuda.shfl_down_sync(0xFFFFFFFF, squares, off)
+    w = cuda.shared.array((2, 4), float32)
+    if t % 32 == 0:
+        w[0, t // 32] = sums
+        w[1, t // 32] = squares
+    cuda.syncthreads()
+    if t == 0:
+        partials[cuda.blockIdx.x, 0] = (w[0, 0] + w[0, 1]) + (w[0, 2] + w[0, 3])
+        partials[cuda.blockIdx.x, 1] = (w[1, 0] + w[1, 1]) + (w[1, 2] + w[1, 3])
+
+
+def test_partial_moments_wants_the_grid_stride_loads_coalesced():
+    v = E.judge(E.get("07.partial_moments"), _moments_by_runs, seed=0)
+    n = int(re.search(r"\[input n=(\d+)", v.message).group(1))
+    failed = [r.what for r in v.results if not r.passed]
+    # the traced n is 1024·m + 17 (m = 2 .. 6): threads t <= m of each block have a run (thread m of block 0 only, of
+    # 17 floats), so each of the 8 × 128 load requests has a few active lanes 4096 bytes apart, every float in a
+    # sector of its own where the request's bytes need 1 (sectors per request alone, at most 4, would pass m <= 3)
+    assert v.status == "partial" and failed == ["coalesced global loads: no sector more than needed (合并访存)"], str(v)
+    assert f"{n} sectors for {8 * 128} requests" in v.message and "gridsize(1)" in v.hint, str(v)
 
 
 # --- 05.transpose_mine: timed against the device copy on a GPU, tracer properties only on the CPU ----------

@@ -338,6 +338,18 @@ def _tree_max_fixed(small):
             lambda a: {1: _blocks(a[0], 256, -np.inf).max(axis=1)})
 
 
+def _partial_moments(small):
+    n = 3000 if small else 1 << 21  # the fixed grid of 8 x 128 threads: 2048 trips each
+
+    def want(a):
+        block = (np.arange(a[0].size) % 1024) // 128  # the block a grid-stride loop hands element i to
+        x = a[0].astype(np.float64)
+        return {1: np.stack([np.bincount(block, x, 8), np.bincount(block, x * x, 8)], 1)}
+
+    # each block's sum of 2^18 squares (about 2·10^8) is past 2^24, where float32 no longer holds every integer
+    return (8,), (128,), lambda rng: (_f32(rng, n), np.zeros((8, 2), np.float32)), want, 1e-5, 0.0
+
+
 def _scale_chunk(small):
     n, start, count = (3000, 700, 1500) if small else (1 << 25, 1 << 23, 1 << 24)
 
@@ -490,6 +502,7 @@ SPECS = {
     "min_max_blocks": _min_max_blocks, "exclusive_scan": _exclusive_scan,
     "block_sums_sequential": _block_sums(256, 512), "block_sums_unrolled": _block_sums(128, 512),
     "warp_atomic_sum": _warp_atomic_sum, "tree_max_fixed": _tree_max_fixed, "float4_warp_sum": _float4_warp_sum,
+    "partial_moments": _partial_moments,
     "scale_chunk": _scale_chunk, "dot_mapped": _dot_mapped,
     "matvec": _matvec, "matmul_abt": _matmul_abt, "sgemm_regtile": _sgemm_regtile, "matvec_t": _matvec_t,
     "tiled_rect": _tiled_rect, "matvec_float4": _matvec_float4,

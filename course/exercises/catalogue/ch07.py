@@ -4,7 +4,8 @@ tree, block sums of 512 elements through a tree with sequential addressing (judg
 the same sums with four independent accumulators per thread (judged on load requests per element), and a whole sum
 with one atomic per warp (warp-aggregated atomics, judged on atomics per element), and a planted divergent tree
 (each block's maximum) fixed with sequential addressing (judged on warp splits), and a whole sum read with float4
-loads and added with one atomic per warp (judged on sectors per load request and atomics per element)."""
+loads and added with one atomic per warp (judged on sectors per load request and atomics per element), and the first
+pass of a two-pass reduction on a fixed grid: each block's sum and sum of squares (judged on coalescing and no atomics)."""
 
 from __future__ import annotations
 
@@ -627,4 +628,68 @@ register(Exercise(
     hint_oob="Guard the float4 load with q < n // 4, and the tail element with 4·(n // 4) + q < n.",
     stub_hint="a guarded float4 load (0 past the end) plus one tail element; five shuffles down; lane 0 of each "
               "warp adds with one atomic",
+))
+
+
+# 07 -- §9: the first pass of a two-pass reduction on a grid sized to the GPU: each block's Σx and Σx², no atomics
+
+PM_TPB, PM_BLOCKS = 128, 8  # a fixed grid, whatever n is (on the H200: a few blocks per SM)
+PM_GRID = PM_TPB * PM_BLOCKS
+
+
+def _pm_input(rng, n, why):
+    a = f32(rng, n)  # small integers: every partial sum, of x and of x², is exact in float32 in any order
+    block = (np.arange(n) % PM_GRID) // PM_TPB  # the block whose threads a grid-stride loop hands element i to
+    x = a.astype(np.float64)
+    want = np.stack([np.bincount(block, x, PM_BLOCKS), np.bincount(block, x * x, PM_BLOCKS)], 1).astype(np.float32)
+    out = np.full((PM_BLOCKS, 2), np.nan, np.float32)
+    return Input(f"n={n} ({why})", (PM_BLOCKS,), (PM_TPB,), (a, out), {1: want}, ("a", "partials"))
+
+
+def _pm_inputs(rng):
+    k = random_size(rng, 1, 4)
+    return [
+        _pm_input(rng, 1, "one element: 7 blocks and 127 threads with nothing to add"),
+        _pm_input(rng, 100, "shorter than one block"),
+        _pm_input(rng, 3 * PM_GRID + 77, "three passes of the grid and 77 elements"),
+        _pm_input(rng, 1025 * k + 17, f"1025·{k} + 17: not a multiple of the grid's {PM_GRID} threads"),
+        _pm_input(rng, random_size(rng, 2000, 5000), "random"),
+    ]
+
+
+register(Exercise(
+    name="07.partial_moments",
+    title="The first pass of a two-pass reduction: each block's sum and sum of squares",
+    signature="partial_moments(a, partials)",
+    task=(f"Write `partial_moments(a, partials)`, the first pass of a two-pass reduction (两遍归约, chapter 07 §9) "
+          f"that the second pass turns into a mean and a variance (方差). It is launched on a grid sized to the GPU, "
+          f"not to n: threads_per_block = {PM_TPB} and blocks_per_grid = {PM_BLOCKS}, whatever n is. Thread "
+          "q = cuda.grid(1) walks the float32 vector a with a grid-stride loop (网格跨步循环): elements q, q + S, "
+          "q + 2S, ... below n, where S = cuda.gridsize(1), so that the 32 lanes of a warp read 32 neighbouring "
+          "floats on every trip (合并访存), and it adds x and x * x into two register sums. Then each block adds "
+          "its threads' two sums (shared memory, or shuffles) and writes its partial sums (部分和): partials[b, 0] "
+          "= the sum of x, partials[b, 1] = the sum of x² over the elements block b's threads visited. partials "
+          "starts unwritten; no atomics: block b owns row b. Every thread, one with no element too, reaches every "
+          "barrier of the block (同步分歧 otherwise)."),
+    make_inputs=_pm_inputs,
+    make_trace_input=lambda rng: _pm_input(rng, trace_size(rng, 4 * PM_GRID, PM_GRID) + 17, "passes of the grid"),
+    properties=(
+        # measured against each request's own minimum: a request of a few scattered lanes is not coalesced either,
+        # while a[q] read twice in one trip (which ptxas loads once, and the tracer counts twice) is
+        coalesced_at_minimum("load", hint="Start thread q at q = cuda.grid(1) and step by the whole grid, "
+                             "cuda.gridsize(1): then the 32 lanes of a warp read 32 neighbouring floats on every "
+                             "trip, 4 sectors. A thread that walks a run of floats of its own puts its neighbours "
+                             "a run apart, each lane in a sector of its own."),
+        no_atomics("global", hint="Block b owns row b of partials: add in registers, then in the block, and let "
+                                  "one thread write both sums. The second pass adds the rows: nothing to add "
+                                  "atomically."),
+        no_races(),
+    ),
+    hint_wrong=("Which elements does block b add? With a grid-stride loop thread q takes q, q + S, q + 2S, ... "
+                "(S = cuda.gridsize(1)), so block b's elements are not one slice of a. Every thread, one with no "
+                "element too, brings its two sums (0 and 0) into the block's reduction; column 0 is the sum of x, "
+                "column 1 the sum of x * x."),
+    hint_oob="The grid-stride loop must stop before a.shape[0]: test the index before every load.",
+    stub_hint="a grid-stride loop into two register sums (x and x * x); a block reduction of both; one thread "
+              "writes partials[b, 0] and partials[b, 1]",
 ))
