@@ -133,3 +133,14 @@ def test_predict_cells_ship_empty():
                 empty = ", ".join(["None"] * len(names.split(",")))
                 assert value.strip() == empty, f"{ch.file}: `{names} = {value.strip()}` ships filled in; write {empty}"
     assert found >= 20
+
+
+def test_every_notebook_a_chapter_names_exists():
+    """A chapter that sends the learner to ``exercises/…ipynb`` or ``solutions/…ipynb`` names a file that is there
+    (the exercise notebooks are ``NN_topic_exercises.ipynb``; six chapters once named ``NN_topic.ipynb``)."""
+    missing = []
+    for nb in sorted(chapters.NOTEBOOKS.glob("*.ipynb")):
+        for ref in sorted(set(re.findall(r"(?:exercises|solutions)/\d\d_[a-z_]+\.ipynb", nb.read_text(encoding="utf-8")))):
+            if not (ROOT / ref).exists():
+                missing.append(f"{nb.name}: {ref}")
+    assert not missing, missing
