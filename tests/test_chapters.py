@@ -144,3 +144,25 @@ def test_every_notebook_a_chapter_names_exists():
             if not (ROOT / ref).exists():
                 missing.append(f"{nb.name}: {ref}")
     assert not missing, missing
+
+
+def test_every_section_that_shows_a_kernel_has_a_graded_check():
+    """Issue 25: a ``## N`` section with a kernel cell (a ``@cuda.jit`` or a generated kernel cell) also holds an
+    ``exercises.check(...)`` cell, so the learner is answered there, not only in the exercise notebooks."""
+    import json
+
+    missing = []
+    for nb in sorted(chapters.NOTEBOOKS.glob("*.ipynb")):
+        sections, current = [], None
+        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                for line in text.splitlines():
+                    if line.startswith("## "):
+                        current = {"title": line[3:], "kernel": False, "check": False}
+                        sections.append(current)
+            elif current is not None:
+                current["kernel"] |= "@cuda.jit" in text or bool(cell["metadata"].get("course", {}).get("kernel"))
+                current["check"] |= "exercises.check(" in text
+        missing += [f"{nb.name}: {s['title']}" for s in sections if s["kernel"] and not s["check"]]
+    assert not missing, missing
