@@ -292,29 +292,43 @@ def gpu_typing(fn, argtypes) -> Optional[dict]:
     if f is not None and "error" not in f:
         _verdicts[memo] = {"ok": True}  # it compiled (the committed facts)
         return _verdicts[memo]
-    version = _numba_cuda_version()
-    path = user_cache() / "typing" / f"{key}.json"
-    try:
-        cached = json.loads(path.read_text())
-        if cached.get("numba_cuda") == version:
-            _verdicts[memo] = cached["verdict"]
-            return _verdicts[memo]
-    except (OSError, ValueError, KeyError):
-        pass
+    cached = _disk_verdict("typing", key)
+    if cached is not None:
+        _verdicts[memo] = cached
+        return cached
     verdict = _typing_child.type(spec)
     if verdict is not None and "unknown" in verdict:
         verdict = None
     _verdicts[memo] = verdict
-    # the grader writes nothing outside its --out folder (tests/test_grade_sandbox.py): no verdict cache there
-    if verdict is not None and not os.environ.get("COURSE_GRADE_FRESH"):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"numba_cuda": version, "verdict": verdict}))
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    if verdict is not None:
+        _keep_verdict("typing", key, verdict)
     return verdict
+
+
+def _disk_verdict(kind: str, key: str):
+    """A verdict of ``kind`` (``typing``, ``resources``) cached on disk for this numba-cuda version, else None."""
+    try:
+        cached = json.loads((user_cache() / kind / f"{key}.json").read_text())
+        if cached.get("numba_cuda") == _numba_cuda_version():
+            return cached["verdict"]
+    except (OSError, ValueError, KeyError):
+        pass
+    return None
+
+
+def _keep_verdict(kind: str, key: str, verdict) -> None:
+    """Cache a verdict on disk (written whole, then renamed), except under the grader, which writes nothing outside
+    its --out folder (tests/test_grade_sandbox.py)."""
+    if os.environ.get("COURSE_GRADE_FRESH"):
+        return
+    path = user_cache() / kind / f"{key}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"numba_cuda": _numba_cuda_version(), "verdict": verdict}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 _resources_why: dict = {}  # fingerprint -> why gpu_resources has no answer
@@ -339,15 +353,10 @@ def gpu_resources(fn, argtypes) -> Optional[dict]:
         _verdicts[memo] = {k: f["sass"][k] for k in ("registers", "local_bytes", "spill_bytes", "shared_bytes")}
         _verdicts[memo]["toolchain"] = f.get("toolchain", "?")
         return _verdicts[memo]
-    version = _numba_cuda_version()
-    path = user_cache() / "resources" / f"{key}.json"
-    try:
-        cached = json.loads(path.read_text())
-        if cached.get("numba_cuda") == version:
-            _verdicts[memo] = cached["verdict"]
-            return _verdicts[memo]
-    except (OSError, ValueError, KeyError):
-        pass
+    cached = _disk_verdict("resources", key)
+    if cached is not None:
+        _verdicts[memo] = cached
+        return cached
     if toolchain() is None:
         _resources_why[key] = "ptxas (the CUDA compiler's last stage) was not found"
         return None
@@ -357,14 +366,7 @@ def gpu_resources(fn, argtypes) -> Optional[dict]:
         return None
     verdict = out["resources"] if "resources" in out else {"error": out.get("error", "it did not compile")}
     _verdicts[memo] = verdict
-    if not os.environ.get("COURSE_GRADE_FRESH"):  # the grader writes nothing outside its --out folder
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"numba_cuda": version, "verdict": verdict}))
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    _keep_verdict("resources", key, verdict)
     return verdict
 
 

@@ -191,7 +191,9 @@ def run_file():
 def case_file(case):
     """``unseen_profiles`` for a case tagged as unseen (an exercise's solution, a claim's launch), else
     ``kernel_profiles``."""
-    return "unseen_profiles" if {"solution", "claim"} & set(case.tags) else "kernel_profiles"
+    from course.measure.explain_check import UNSEEN_TAGS
+
+    return "unseen_profiles" if set(UNSEEN_TAGS) & set(case.tags) else "kernel_profiles"
 
 
 def ceilings():
