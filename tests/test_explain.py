@@ -12,6 +12,7 @@ from course import engine
 from course.kernels import basics
 from course.measure import explain as X
 from course.measure import explain_check as V
+from course.measure import sampling as S
 
 DATA = json.loads(X.VALIDATION.read_text())
 
@@ -34,7 +35,9 @@ def test_the_measured_side_is_the_profile_run_and_its_counters():
     assert len(DATA["rows"]) >= 60
     for row in DATA["rows"]:
         rec = records[row["case"]]
-        assert row["ms"] == rec["ms"] and rec["device"] == "NVIDIA H200" and rec["run"] == DATA["measured"]["run"]
+        assert row["ms"] == rec["ms"] and rec["device"] == "NVIDIA H200"
+        # the chapters' cases from the one profile run; a case of a round already scored from its own run
+        assert rec["run"] == (row.get("run") if row["round"] else DATA["measured"]["run"])
         assert row["measured_limiter"] == V.measured_limiter(rec, DATA["counts"][row["case"]])
 
 
@@ -217,11 +220,11 @@ def test_only_the_arrays_a_kernel_can_write_are_copied():
         r[0] = a[0]
 
     src, src2, out = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
-    copied = X._copy_args((src, src2, out, 64), engine.kernel_py_func(basics.vector_add))  # vector_add(a, b, out, n)
+    copied = S.copy_args((src, src2, out, 64), engine.kernel_py_func(basics.vector_add))  # vector_add(a, b, out, n)
     assert copied[0] is src and copied[1] is src2 and copied[2] is not out
-    assert X._written_parameters(engine.kernel_py_func(basics.vector_add)) == {2}
-    assert X._written_parameters(engine.kernel_py_func(through_a_view)) is None
-    again = X._copy_args((src, out), engine.kernel_py_func(through_a_view))
+    assert S.written_parameters(engine.kernel_py_func(basics.vector_add)) == {2}
+    assert S.written_parameters(engine.kernel_py_func(through_a_view)) is None
+    again = S.copy_args((src, out), engine.kernel_py_func(through_a_view))
     assert again[0] is not src and again[1] is not out
 
 

@@ -101,20 +101,29 @@ def test_with_no_solution_records_the_unseen_group_is_empty():
     assert all(r["split"] != "unseen" for r in data["rows"])
 
 
-def test_the_preregistered_predictions_follow_from_their_counts():
-    pre = V.preregistered()
+@pytest.mark.parametrize("round_", list(V.ROUNDS))
+def test_every_round_was_predicted_before_the_h200_measured_it(round_):
+    """Each round's frozen file holds every case of its set, its tallies add up, and every case's profile record is
+    dated after the prediction it is scored against (the file's date, or the date the case was added to it)."""
+    import datetime
+
+    pre = V.preregistered(round_)
     if not pre:
-        pytest.skip("no pre-registration yet: run python -m course.measure.explain_check predict-unseen")
-    assert set(pre["cases"]) == set(pre["counts"]) >= {c.name for c in SMALL}
-    k_then = X.Constants(**pre["constants"])
-    assert V.predictions(pre["counts"], k_then) == pre["cases"]
-    now = X.constants()
-    changed = [f for f in pre["constants"] if getattr(now, f) != pre["constants"][f]]
-    # the frozen file stays as it was; when the model's constants move later, this says which
-    assert not changed, (f"the constants changed since the pre-registration ({changed}); the unseen score still "
-                         f"compares with the frozen predictions, made at commit {pre['model_commit']}")
+        pytest.skip(f"no pre-registration of round {round_!r} yet: python -m course.measure.explain_check "
+                    f"predict-unseen --round {round_}")
+    names = {c.name for c in V.case_set({"unseen": "solutions"}.get(round_, round_), "small")}
+    assert set(pre["cases"]) == set(pre["counts"]) == names
+    assert all(V.round_of(d) == round_ for d in pre["counts"].values())
     assert pre["limiters"] == {lim: sum(v["limiter"] == lim for v in pre["cases"].values())
                                for lim in {v["limiter"] for v in pre["cases"].values()}}
+    when = {n: pre["date"] for n in pre["cases"]}
+    for add in pre.get("added", []):
+        when.update({n: add["date"] for n in add["cases"]})
+    records = V.records_by_case()
+    profiled = [n for n in pre["cases"] if n in records]
+    for n in profiled:
+        measured = datetime.datetime.fromisoformat(records[n]["date"])
+        assert measured > datetime.datetime.fromisoformat(when[n]), (n, records[n]["date"], when[n])
 
 
 def test_the_profile_script_dry_runs_the_solutions(tmp_path):

@@ -59,7 +59,7 @@ import numpy as np
 
 import course
 from course import device as _dev
-from course.measure.sampling import LOOP_CAP, LoopSampler, Scaled, kernel_def, loop_structure
+from course.measure.sampling import LOOP_CAP, LoopSampler, Scaled, copy_args, kernel_def, loop_structure
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VALIDATION = ROOT / "data" / "explain_validation.json"
@@ -88,12 +88,12 @@ class Constants:
     l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
     l1_wavefronts_per_cycle: float = 1.0
     issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
-    latency_s: float = 800e-9  # fitted: a global load's round trip under load
+    latency_s: float = 800e-9  # fitted: a global load's round trip from HBM under load
+    l2_latency_s: float = 300e-9  # fitted: a load's round trip when the launch's data stay in the L2
     atomic_same_address_s: float = 1.76e-9  # probes_atomics: one same-address atomic after another
     launch_floor_s: float = 2.0e-6  # an empty kernel, queued: ~1.3 µs; a small real one ~2–3 µs
     overlap: float = 0.3  # fitted: the share of the second ceiling that adds to the first
     l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
-    store_latency_s: float = 400e-9  # fitted: a block's stores draining before it retires
     default_registers: int = 32  # without compiler facts
     l1_latency_s: float = 40e-9  # fitted: a load that hits L1
     barrier_s: float = 300e-9  # fitted: what one syncthreads adds to a block's chain
@@ -142,7 +142,8 @@ class Counts:
     dram_bytes: float = 0.0
     footprint: float = 0.0
     l1_hit: float = 0.0
-    ilp: float = 1.0
+    ilp: float = 1.0  # distinct load sites per warp of the detail block (the source's view)
+    loads_in_flight: Optional[float] = None  # the SASS's: loads a warp issues before waiting (sass_flight)
     partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
     atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
     barriers: float = 0.0  # syncthreads a block passes (the whole launch's, per block)
@@ -207,47 +208,6 @@ def _sample(total: int, n: int) -> list:
         return list(range(total))
     picks = np.unique(np.linspace(0, total - 1, n).round().astype(int))
     return [int(b) for b in picks]
-
-
-def _copy_args(args, fn=None):
-    """Copies of the array arguments the kernel may write (all of them when its source cannot say): the sampled
-    blocks write only a few elements, but those are the learner's; an array the kernel only reads is traced as it is
-    (a 2 GB source of a strided read took seconds to copy)."""
-    written = _written_parameters(fn) if fn is not None else None
-    return tuple(np.array(a) if isinstance(a, np.ndarray) and (written is None or i in written) else a
-                 for i, a in enumerate(args))
-
-
-def _written_parameters(fn):
-    """Positions of ``fn``'s parameters its source can write: stored into (``p[...] = ``, ``p[...] += ``) or handed to
-    a call (an atomic, a device function); None when the source is not at hand or a store goes through any other
-    name than a parameter or a ``cuda.shared/local.array`` (a view or alias of a parameter could be written)."""
-    import ast
-
-    fdef = kernel_def(fn.__code__)
-    if fdef is None:
-        return None
-    params = [a.arg for a in fdef.args.args]
-    local_arrays = {t.id for n in ast.walk(fdef) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-                    and isinstance(n.value.func, ast.Attribute) and n.value.func.attr in ("array", "array_like")
-                    for t in n.targets if isinstance(t, ast.Name)}
-    out = set()
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            base = node.value
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if not isinstance(base, ast.Name):
-                return None
-            if base.id in params:
-                out.add(params.index(base.id))
-            elif base.id not in local_arrays:
-                return None  # a store through another name: maybe a view of a parameter
-        elif isinstance(node, ast.Call):
-            for arg in list(node.args) + [k.value for k in node.keywords]:
-                if isinstance(arg, ast.Name) and arg.id in params:
-                    out.add(params.index(arg.id))
-    return out
 
 
 def _host(a):
@@ -398,7 +358,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     nblocks = grid[0] * grid[1] * grid[2]
     tpb = block[0] * block[1] * block[2]
     args = tuple(_host(a) for a in args)
-    run_args = _copy_args(args, fn) if copy else args
+    run_args = copy_args(args, fn) if copy else args
     t0 = time.perf_counter()
     g = fn.__globals__
     missing = object()
@@ -517,11 +477,17 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # latency: each wave of resident blocks waits for its loads one round trip after another
     waves = c.blocks / (blocks_per_sm * k.sms)
     warps = c.blocks * wpb
-    trips = (c.gld_requests / warps) / max(1.0, c.ilp) if warps else 0.0
-    store_drain = k.store_latency_s if c.gst_requests else 0.0
-    lat = c.l1_hit * k.l1_latency_s + (1.0 - c.l1_hit) * k.latency_s
+    # loads in flight per warp: what the SASS issues before its first wait (an unrolled loop's copies), else the
+    # source's distinct load sites
+    flight = c.loads_in_flight or c.ilp
+    trips = (c.gld_requests / warps) / max(1.0, flight) if warps else 0.0
+    # a load that misses L1 waits for the L2 (data that stay there between launches) or for HBM
+    miss = k.l2_latency_s if c.footprint <= k.l2_resident_bytes else k.latency_s
+    lat = c.l1_hit * k.l1_latency_s + (1.0 - c.l1_hit) * miss
     # a barrier waits for the block's slowest warp: one more round of the chain
-    chain = trips * lat + store_drain + c.barriers * k.barrier_s
+    # (no store drain: a warp exits with its stores in flight; a fitted drain of 0.4–0.8 µs per block made every
+    # streaming kernel latency-bound, where the profile finds the L2 busiest)
+    chain = trips * lat + c.barriers * k.barrier_s
     out["latency"] = max(1.0, waves) * chain if c.gld_requests else 0.0
     out["launch"] = k.launch_floor_s
     return out
@@ -562,8 +528,9 @@ def stated_error() -> str:
             v = data["held_out"]
             text = (f"on {v['n']} held-out H200 kernels: median error {v['median_error']:.2f}×, "
                     f"{v['within_2x']:.0%} within 2×, limiter right on {v['limiter_agree']:.0%}")
-            u = data.get("unseen") or {}
-            if u.get("n"):  # kernels like a learner's own: the exercises' solutions, predicted before they were measured
+            # kernels like a learner's own, predicted before the H200 measured them: the latest round that has any
+            u = next((data[r] for r in ("fresh", "unseen") if (data.get(r) or {}).get("n")), {})
+            if u.get("n"):
                 text += (f"; on {u['n']} kernels it had never seen, predicted before the H200 measured them: "
                          f"{u['median_error']:.2f}×, {u['within_2x']:.0%} within 2×, limiter {u['limiter_agree']:.0%}")
             _FITTED["error"] = text
@@ -647,6 +614,7 @@ def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_
 def add_compiler_facts(c: Counts, first, sass: dict, dynshared=0) -> None:
     """Registers, shared bytes and the SASS-based instruction count (block 0's lines, scaled by all steps)."""
     c.registers = sass.get("registers") or None
+    c.loads_in_flight = sass.get("loads_in_flight") or None
     c.shared_bytes = int(sass.get("shared_bytes", 0)) + int(dynshared or 0)
     wi1 = _instructions(first, c.kernel_file, sass, math.ceil(c.threads_per_block / 32))
     s1 = sum(first.steps.values())

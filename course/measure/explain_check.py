@@ -6,6 +6,7 @@
     python -m course.measure.explain_check count --set solutions   # count the unseen set (or: count NAME ...)
     python -m course.measure.explain_check predict-unseen   # freeze the unseen set's predictions, before its GPU run
     python -m course.measure.explain_check predict-unseen --add   # freeze those of cases new to the set, before theirs
+    python -m course.measure.explain_check predict-unseen --round fresh   # round 2: course.kernels.fresh, frozen
 
 **The measured side** is ``data/measurements/kernel_profiles.json`` (``scripts/gpu/profile_kernels.py``): per case
 the kernel alone with launches queued (``ms``) and Nsight Compute's speed-of-light counters.  **The limiter Nsight
@@ -49,12 +50,21 @@ from course.measure import measurements
 
 OUT = X.VALIDATION
 DOC = X.ROOT / "docs" / "explain_validation.md"
-FITTED = ("issue_efficiency", "latency_s", "l1_latency_s", "barrier_s", "overlap", "l2_partial_sectors_per_s",
-          "store_latency_s", "instructions_per_step", "l2_resident_bytes")
+FITTED = ("issue_efficiency", "latency_s", "l2_latency_s", "l1_latency_s", "barrier_s", "overlap", "l2_partial_sectors_per_s",
+          "instructions_per_step", "l2_resident_bytes")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
-#: A case with one of these tags is unseen: never fitted on (the exercises' solutions; the claims' own launches).
-UNSEEN_TAGS = ("solution", "claim")
+FRESH_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh.json"
+#: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
+#: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
+#: to the model after round 1 had been looked at and the model changed on it: round 2).
+ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",))}
+#: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
+#: predictions and joined the fit (:data:`FITTED_ROUNDS`).
+UNSEEN_TAGS = ("solution", "claim", "fresh")
+#: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
+#: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written.
+FITTED_ROUNDS = ("unseen",)
 
 
 def split_of(name: str) -> str:
@@ -93,6 +103,10 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
         from course.measure import timed_cases
 
         out += timed_cases.cases(scale)
+    if which in ("fresh", "all"):
+        from course.kernels import fresh
+
+        out += fresh.cases(scale)
     if which in ("solutions", "all"):
         # the judge layer's: the solutions are read from their notebooks by the grader's path (a declared door)
         from course.exercises import solution_cases
@@ -105,6 +119,11 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
 def unseen(d: dict) -> bool:
     """Whether a case's counts (``count_all``'s dict) are of an unseen case."""
     return any(t in UNSEEN_TAGS for t in d.get("tags", ()))
+
+
+def round_of(d: dict) -> str:
+    """The :data:`ROUNDS` key of an unseen case's counts (``""`` for a case that is not unseen)."""
+    return next((r for r, (_, tags) in ROUNDS.items() if set(tags) & set(d.get("tags", ()))), "")
 
 
 def count_all(names=None, which: str = None) -> dict:
@@ -169,6 +188,7 @@ def rows_for(counts: dict, records: dict, k: X.Constants) -> list:
                      "instructions_ratio": (d["warp_instructions"] / executed
                                             if d.get("warp_instructions") and executed else None),
                      "chapter": next((t for t in rec.get("tags", []) if t.startswith("ch")), ""),
+                     "round": round_of(d),
                      **({"run": rec["run"]} if any(t in UNSEEN_TAGS for t in rec.get("tags", ())) else {})})
     return rows
 
@@ -194,6 +214,11 @@ def fit(counts: dict, records: dict, keep=None, rounds: int = 8) -> X.Constants:
                     v = min(1.0, max(0.0, v))
                 if name == "issue_efficiency":
                     v = min(1.0, v)
+                order = dict(l1_latency_s=k.l1_latency_s, l2_latency_s=k.l2_latency_s, latency_s=k.latency_s)
+                if name in order:
+                    order[name] = v
+                    if not order["l1_latency_s"] <= order["l2_latency_s"] <= order["latency_s"]:
+                        continue  # L1 answers sooner than the L2, the L2 sooner than HBM
                 trial = dataclasses.replace(k, **{name: v})
                 loss = _loss(rows_for(sub, records, trial))
                 if loss < best - 1e-9:
@@ -219,9 +244,20 @@ def records_by_case(records=None) -> dict:
     return out
 
 
-def preregistered() -> dict:
-    """The frozen predictions of the unseen set (``predict-unseen``), or {} before they are made."""
-    return json.loads(PREDICTIONS.read_text()) if PREDICTIONS.exists() else {}
+def preregistered(round_: str = "unseen") -> dict:
+    """The frozen predictions of one round of unseen cases (``predict-unseen``), or {} before they are made."""
+    path = ROUNDS[round_][0]
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def frozen_all() -> dict:
+    """Every round's pre-registration merged: ``{"cases": …, "counts": …}``."""
+    out: dict = {"cases": {}, "counts": {}}
+    for r in ROUNDS:
+        pre = preregistered(r)
+        out["cases"].update(pre.get("cases", {}))
+        out["counts"].update(pre.get("counts", {}))
+    return out
 
 
 def _git(*args) -> str:
@@ -241,14 +277,15 @@ def predictions(counts: dict, k: X.Constants) -> dict:
     return out
 
 
-def predict_unseen(counts: dict) -> dict:
+def predict_unseen(counts: dict, round_: str = "unseen") -> dict:
     """The pre-registration: every unseen case's prediction with the constants in force now, and where from."""
     k = X.constants()
     source = ("data/explain_validation.json: fitted on the calibration half of run "
               f"{json.loads(OUT.read_text())['measured']['run']}" if OUT.exists() else "course.measure.explain defaults")
     return {
-        "what": "course.explain's predictions for the unseen cases (the exercises' solutions), made on the CPU before "
-                "they were profiled on the H200; explain_check scores the profile against these, not a later model",
+        "what": f"course.explain's predictions for the unseen cases of round {round_!r} ({', '.join(ROUNDS[round_][1])}), "
+                "made on the CPU before they were profiled on the H200; explain_check scores the profile against "
+                "these, not a later model",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": _git("rev-parse", "HEAD"), "model_commit": _git("log", "-1", "--format=%H", "--", "course/measure/explain.py"),
         "constants_source": source, "constants": dataclasses.asdict(k),
@@ -271,6 +308,7 @@ def unseen_rows(counts: dict, records: dict, k: X.Constants, frozen: dict) -> li
     rows = rows_for({n: d for n, d in counts.items() if unseen(d)}, records, k)
     for r in rows:
         r["split"] = "unseen"
+        r["round"] = round_of(counts[r["case"]])
         r["model_ms"], r["model_limiter"] = r["predicted_ms"], r["limiter"]
         f = frozen.get(r["case"])
         r["preregistered"] = f is not None
@@ -283,15 +321,15 @@ def build(counts: dict) -> dict:
     """Fit, score, and the leave-one-chapter-out check; the JSON written to ``data/explain_validation.json``."""
     records = records_by_case()
     # an unseen case's counts come from its pre-registration when it was not counted again since
-    frozen = preregistered()
+    frozen = frozen_all()
     everything = {**{n: d for n, d in frozen.get("counts", {}).items() if n in records and n not in counts}, **counts}
-    counts = {n: d for n, d in everything.items() if not unseen(d)}
+    counts = {n: d for n, d in everything.items() if not unseen(d) or round_of(d) in FITTED_ROUNDS}
     k = fit(counts, records)
     rows = rows_for(counts, records, k)
     loco = []
-    for ch in sorted({r["chapter"] for r in rows}):
-        kc = fit(counts, records, keep=lambda n, ch=ch: next(r["chapter"] for r in rows if r["case"] == n) != ch,
-                 rounds=2)
+    chapter = {r["case"]: r["chapter"] for r in rows}  # a case without a profile record has no row
+    for ch in sorted(set(chapter.values())):
+        kc = fit(counts, records, keep=lambda n, ch=ch: chapter.get(n, ch) != ch, rounds=2)
         loco += [r for r in rows_for({r["case"]: counts[r["case"]] for r in rows if r["chapter"] == ch}, records, kc)]
     run = next(r for n, r in records.items() if n in counts)
     unseen_ = unseen_rows(everything, records, k, frozen.get("cases", {}))
@@ -305,10 +343,13 @@ def build(counts: dict) -> dict:
         "calibration": score([r for r in rows if r["split"] == "calibration"]),
         "held_out": score([r for r in rows if r["split"] == "held_out"]),
         "leave_one_chapter_out": score(loco),
-        "unseen": dict(score(unseen_), **({"runs": sorted({r["run"] for r in unseen_})} if unseen_ else {})),
+        **{rnd: dict(score([r for r in unseen_ if r["round"] == rnd]),
+                     **{"runs": sorted({r["run"] for r in unseen_ if r["round"] == rnd})})
+           for rnd in ROUNDS},
         # the same cases predicted by the model as it is now: counting mended on what the unseen set showed, so no
         # longer an unseen score (the frozen one above is), kept beside it to show what the mends changed
-        "unseen_now": score([dict(r, predicted_ms=r["model_ms"], limiter=r["model_limiter"]) for r in unseen_]),
+        "unseen_now": score([dict(r, predicted_ms=r["model_ms"], limiter=r["model_limiter"]) for r in unseen_
+                             if r["round"] == "unseen"]),
         "rows": rows,
         "unseen_rows": unseen_,
         "counts": everything,
@@ -376,12 +417,35 @@ def main(argv=None) -> int:
         DOC.write_text(table(json.loads(OUT.read_text())))
     elif cmd == "table":
         DOC.write_text(table(json.loads(OUT.read_text())))
+    elif cmd == "predict-unseen" and "--round" in argv and argv[argv.index("--round") + 1] != "unseen":
+        rnd = argv[argv.index("--round") + 1]
+        if rnd not in ROUNDS:
+            print(f"no round {rnd!r}: the rounds are {', '.join(ROUNDS)}")
+            return 2
+        path = ROUNDS[rnd][0]
+        if path.exists() and "--again" not in argv:
+            print(f"{path.name} exists: a pre-registration is not made twice (--again only if no case of round "
+                  f"{rnd!r} has been profiled since it was made)")
+            return 1
+        t0 = time.perf_counter()
+        names = [c.name for c in case_set(rnd)]
+        kept = preregistered(rnd).get("counts", {}) if "--again" in argv else {}  # counting needs no constants
+        counts = {n: kept[n] for n in names if n in kept}
+        missing = [n for n in names if n not in counts]
+        if missing:
+            counts.update(count_all(missing, which=rnd))
+        counts = {n: counts[n] for n in names}
+        path.write_text(json.dumps(predict_unseen(counts, rnd), indent=1) + "\n")
+        print(f"{len(counts)} cases of round {rnd!r} counted in {time.perf_counter() - t0:.0f} s -> {path.name}")
+        print("limiters:", json.loads(path.read_text())["limiters"])
+        return 0
     elif cmd == "predict-unseen" and "--add" in argv:
         # a case that joined the unseen set after its first profile run (a new exercise): predicted now, with the
         # constants the file was made with, before its own profile run; the cases already frozen stay as they are
         pre = preregistered()
-        k = X.Constants(**pre["constants"])
-        if k != X.constants():
+        known = {f.name for f in dataclasses.fields(X.Constants)}
+        k = X.Constants(**{f: v for f, v in pre["constants"].items() if f in known})
+        if k != X.constants() or set(pre["constants"]) - known:
             print("the constants changed since the pre-registration: a case added now would be predicted with other "
                   "constants than the frozen ones; make a new pre-registration before any unseen case is profiled")
             return 1
@@ -421,7 +485,7 @@ def main(argv=None) -> int:
         print(__doc__)
         return 2
     d = json.loads(OUT.read_text())
-    for part in ("calibration", "held_out", "leave_one_chapter_out", "unseen"):
+    for part in ("calibration", "held_out", "leave_one_chapter_out", *ROUNDS):
         print(part, d[part])
     return 0
 

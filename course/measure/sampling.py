@@ -7,6 +7,8 @@ sampled loops' lines scaled to what the whole loops would count.
 
 from __future__ import annotations
 
+import numpy as np
+
 LOOP_CAP = 16  # a ``for … in range(…)`` of more trips runs only its first LOOP_CAP (its lines' counts are scaled)
 
 
@@ -132,3 +134,44 @@ class Scaled:
 
     def total(self, space, op, what="requests") -> float:
         return sum(getattr(r, what) * f for r, f in self.rows if r.space == space and r.op == op)
+
+
+def copy_args(args, fn=None):
+    """Copies of the array arguments the kernel may write (all of them when its source cannot say): the sampled
+    blocks write only a few elements, but those are the learner's; an array the kernel only reads is traced as it is
+    (a 2 GB source of a strided read took seconds to copy)."""
+    written = written_parameters(fn) if fn is not None else None
+    return tuple(np.array(a) if isinstance(a, np.ndarray) and (written is None or i in written) else a
+                 for i, a in enumerate(args))
+
+
+def written_parameters(fn):
+    """Positions of ``fn``'s parameters its source can write: stored into (``p[...] = ``, ``p[...] += ``) or handed to
+    a call (an atomic, a device function); None when the source is not at hand or a store goes through any other
+    name than a parameter or a ``cuda.shared/local.array`` (a view or alias of a parameter could be written)."""
+    import ast
+
+    fdef = kernel_def(fn.__code__)
+    if fdef is None:
+        return None
+    params = [a.arg for a in fdef.args.args]
+    local_arrays = {t.id for n in ast.walk(fdef) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Attribute) and n.value.func.attr in ("array", "array_like")
+                    for t in n.targets if isinstance(t, ast.Name)}
+    out = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if not isinstance(base, ast.Name):
+                return None
+            if base.id in params:
+                out.add(params.index(base.id))
+            elif base.id not in local_arrays:
+                return None  # a store through another name: maybe a view of a parameter
+        elif isinstance(node, ast.Call):
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    out.add(params.index(arg.id))
+    return out

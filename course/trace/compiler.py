@@ -49,7 +49,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS_FILE = ROOT / "data" / "compiler_facts.json"
 CC = (9, 0)  # the H200's compute capability: the machine the course validates against
 TIMEOUT_S = 240  # one child compiles a handful of kernels; ptxas on a fully unrolled loop takes ~1 s
-FORMAT = 1
+FORMAT = 2  # 2: the facts carry loads_in_flight (course.trace.sass_flight)
 
 #: A memory instruction in SASS (``nvdisasm`` / ``inspect_sass`` text): group 1 the predicate (``@P0 ``, if any),
 #: group 2 the mnemonic with its modifiers (``LDS.128``, ``STG.E.U8``).  scripts/gpu/validate_tracer.py uses it too.
@@ -398,7 +398,7 @@ def ptxas_resources(text: str) -> dict:
 def sass_summary_of(sass: str) -> dict:
     """Every SASS instruction of an ``nvdisasm -g`` listing counted per source line and by opcode class.
 
-    ``{"instructions": n, "per_line": {"file:line": n}, "ops": {opcode: n}}``; what :mod:`course.measure.explain`
+    ``{"instructions": n, "per_line": {"file:line": n}, "ops": {opcode: n}, "loads_in_flight": n or None}``; what :mod:`course.measure.explain`
     reads to estimate a launch's instruction count (static counts: a loop's body counts once per copy the
     compiler made of it, which is why it is read per line beside the tracer's executed lines).
     """
@@ -412,7 +412,9 @@ def sass_summary_of(sass: str) -> dict:
         n += 1
         per_line[where or "?"] = per_line.get(where or "?", 0) + 1
         ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
-    return {"instructions": n, "per_line": per_line, "ops": ops}
+    from course.trace.sass_flight import loads_in_flight
+
+    return {"instructions": n, "per_line": per_line, "ops": ops, "loads_in_flight": loads_in_flight(sass)}
 
 
 # --------------------------------------------------------------------------------------------------

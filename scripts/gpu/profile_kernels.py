@@ -6,7 +6,8 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+never fitted on), ``fresh`` (``course.kernels.fresh``, tag ``fresh``: the second round of unseen kernels) or
+``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
@@ -84,8 +85,9 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "all"),
-                    help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen); all: both")
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "all"),
+                    help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
+                         "fresh: course.kernels.fresh (unseen, round 2); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
 
 
@@ -185,7 +187,7 @@ def run_file():
     solutions``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
     hides the chapters' profile run from the readers that take a benchmark's latest run (chapters' profile tables,
     the copy ceilings, the ledger's limiter claims)."""
-    return "unseen_profiles" if H.args.set == "solutions" else "kernel_profiles"
+    return "unseen_profiles" if H.args.set in ("solutions", "fresh") else "kernel_profiles"
 
 
 def case_file(case):

@@ -1,0 +1,104 @@
+"""How many global loads a warp has in flight at once, read from the SASS the compiler made (issue 24).
+
+The tracer counts a kernel's loads from its source; what it cannot see is how many of them the compiler lets a
+warp issue before it must wait for the first one.  A loop with a run-time trip count is unrolled (typically 4
+copies of its body, plus a remainder loop), and the copies' loads are issued back to back when their addresses do
+not depend on each other's results; a pointer chase's copies wait for each other.  Memory-latency-bound time
+divides by exactly this number, so :func:`loads_in_flight` measures it on the listing:
+
+- the **hot loop** is the loop body (a backward ``BRA`` to a label above it) that holds the most ``LDG``
+  instructions; without a loop holding one, the whole kernel;
+- walking that body in order, each ``LDG`` adds its destination registers to the loads outstanding, and the first
+  instruction that reads one of them (the warp's scoreboard wait) retires that load; the most loads outstanding at
+  any point is the answer.
+
+Measured here on the exercises' solutions (sm_90, CUDA 13's ptxas): a grid-stride sum unrolled 4× gives 4 (its
+remainder loop 1), ``matvec_t``'s 8 loads per unrolled body give 4 (each ``x[r]`` is consumed before the next
+row's), a pointer chase gives 1.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_INS = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?)\s*;")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
+_REG = re.compile(r"\bR(\d+)(\.64)?")
+_TARGET = re.compile(r"\((\.L_x_\d+)\)")
+
+
+def _regs(text: str) -> set:
+    out: set = set()
+    for m in _REG.finditer(text):
+        r = int(m.group(1))
+        out |= {r, r + 1} if m.group(2) else {r}
+    return out
+
+
+def _width(op: str) -> int:
+    return 4 if ".128" in op else 2 if ".64" in op else 1
+
+
+def parse(sass: str) -> tuple:
+    """``([(opcode, operands)], {label: index of the next instruction})`` of an ``nvdisasm`` listing."""
+    ins: list = []
+    labels: dict = {}
+    for line in sass.splitlines():
+        m = _LABEL.match(line)
+        if m:
+            labels[m.group(1)] = len(ins)
+            continue
+        m = _INS.search(line)
+        if m:
+            ins.append((m.group(3), m.group(4)))
+    return ins, labels
+
+
+def loops(ins: list, labels: dict) -> list:
+    """``(first, last)`` instruction indices of every loop body: a branch back to a label at or above it."""
+    out = []
+    for i, (op, rest) in enumerate(ins):
+        if op.startswith("BRA"):
+            m = _TARGET.search(rest)
+            t = labels.get(m.group(1)) if m else None
+            if t is not None and t <= i:
+                out.append((t, i))
+    return out
+
+
+def in_flight(ins: list, first: int, last: int) -> int:
+    """The most ``LDG`` results outstanding at once, walking ``ins[first:last+1]`` in order."""
+    pending: list = []
+    best = 0
+    for op, rest in ins[first:last + 1]:
+        operands = rest.split(",")
+        load = op.startswith("LDG")
+        if op.startswith(("ST", "RED", "BRA", "EXIT", "RET", "BAR")) or not operands[0].strip().startswith("R"):
+            sources = _regs(rest)  # no destination register: every register named is read
+        else:
+            sources = _regs(",".join(operands[1:]))
+        pending = [p for p in pending if not p & sources]
+        if load:
+            dest = _REG.match(operands[0].strip())
+            if dest:
+                base = int(dest.group(1))
+                pending.append(set(range(base, base + _width(op))))
+        best = max(best, len(pending))
+    return best
+
+
+def loads_in_flight(sass: str) -> Optional[int]:
+    """Loads a warp has in flight in the kernel's hot loop (see the module docstring); None without an ``LDG``."""
+    ins, labels = parse(sass)
+    n_ldg = [0]
+    for op, _ in ins:
+        n_ldg.append(n_ldg[-1] + op.startswith("LDG"))
+    if not n_ldg[-1]:
+        return None
+    bodies = [(n_ldg[b + 1] - n_ldg[a], a, b) for a, b in loops(ins, labels)]
+    bodies = [x for x in bodies if x[0]]
+    if not bodies:
+        return max(1, in_flight(ins, 0, len(ins) - 1))
+    _, a, b = max(bodies, key=lambda x: (x[0], -(x[2] - x[1])))  # most loads; the innermost of equals
+    return max(1, in_flight(ins, a, b))
