@@ -280,8 +280,13 @@ def predictions(counts: dict, k: X.Constants) -> dict:
 def predict_unseen(counts: dict, round_: str = "unseen") -> dict:
     """The pre-registration: every unseen case's prediction with the constants in force now, and where from."""
     k = X.constants()
-    source = ("data/explain_validation.json: fitted on the calibration half of run "
-              f"{json.loads(OUT.read_text())['measured']['run']}" if OUT.exists() else "course.measure.explain defaults")
+    if OUT.exists():
+        v = json.loads(OUT.read_text())
+        source = (f"data/explain_validation.json: fitted on the calibration half ({v['calibration']['n']} cases) of the "
+                  f"chapters' run {v['measured']['run']} and of rounds {', '.join(FITTED_ROUNDS)} "
+                  f"(runs {', '.join((v.get(r) or {}).get('runs', [''])[-1] for r in FITTED_ROUNDS)} …)")
+    else:
+        source = "course.measure.explain defaults"
     return {
         "what": f"course.explain's predictions for the unseen cases of round {round_!r} ({', '.join(ROUNDS[round_][1])}), "
                 "made on the CPU before they were profiled on the H200; explain_check scores the profile against "
