@@ -374,14 +374,19 @@ def table(data: dict) -> str:
            "kernel alone, launches queued. Predicted on the CPU from {} traced blocks per launch (loops cut to {} "
            "trips).".format(m["run"], m["device"], m["driver"], m["numba_cuda"], m["date"], data["sample_blocks"],
                             data["loop_cap"]), "",
-           f"- **held out** (never used to fit): {s(data['held_out'])}",
+           f"- held out (never used to fit; the chapters' cases and round 1's, whose scores the model was changed on, so "
+           f"not blind): {s(data['held_out'])}",
            f"- calibration (fitted on): {s(data['calibration'])}",
            f"- leave one chapter out (each chapter predicted with constants fitted on the others): "
            f"{s(data['leave_one_chapter_out'])}",
-           *([f"- **unseen**: the exercises' solutions and the claims' kernels, profiled after the constants were "
+           *([f"- **unseen, round 2** (`course/kernels/fresh.py`: kernels written for this test without looking at the "
+              f"model, after round 1 had been looked at; run {', '.join(f'`{r}`' for r in data['fresh']['runs'])}; scored "
+              f"against the predictions pre-registered in `data/explain_predictions_fresh.json`): {s(data['fresh'])}"]
+             if data.get("fresh", {}).get("n") else []),
+           *([f"- **unseen, round 1**: the exercises' solutions and the claims' kernels, profiled after the constants were "
               f"fixed (run {', '.join(f'`{r}`' for r in data['unseen']['runs'])}; scored against the predictions pre-registered in "
               f"`data/explain_predictions_unseen.json`): {s(data['unseen'])}"] if data.get("unseen", {}).get("n") else []),
-           *([f"- the same cases with the model as it is now (its counting mended on what they showed, so they are no "
+           *([f"- round 1's cases with the model as it is now (mended on what they showed and fitted on since, so no "
               f"longer unseen): {s(data['unseen_now'])}"] if data.get("unseen_now", {}).get("n")
              and any(data["unseen_now"][k] != data["unseen"].get(k) for k in ("median_error", "within_2x", "limiter_agree"))
              else []),
@@ -399,7 +404,12 @@ def table(data: dict) -> str:
     for r in data["rows"] + data.get("unseen_rows", []):
         e = r["predicted_ms"] / r["ms"]
         mark = "" if r["limiter"] == r["measured_limiter"] else " ✗"
-        out.append(f"| `{r['case']}` | {r['split'].replace('_', ' ')} | {r['ms'] * 1e3:.1f} | "
+        label = r["split"].replace("_", " ")
+        if r["split"] == "unseen":
+            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen"}.get(r.get("round"), "unseen")
+        elif r.get("round"):
+            label += " (round 1)"
+        out.append(f"| `{r['case']}` | {label} | {r['ms'] * 1e3:.1f} | "
                    f"{r['predicted_ms'] * 1e3:.1f} | {e:.2f} | {r['limiter']}{mark} | {r['measured_limiter']} | "
                    + (f"{r['instructions_ratio']:.2f} |" if r.get("instructions_ratio") else "— |"))
     return "\n".join(out) + "\n"
