@@ -13,10 +13,16 @@ that one unit were the only limit:
 ``l1``     the L1/shared data path: one wavefront per cycle per SM — the 128-byte lines of every global
            request (an uncoalesced request needs many) plus every shared-memory wavefront
 ``shared`` the same path when shared-memory wavefronts (bank conflicts included) are most of it
-``issue``  warp instructions over 4 schedulers × 132 SMs × the clock (one instruction per cycle each)
-``atomics`` atomics on one address, one after another (~1.76 ns each, measured on the H200)
+``issue``  warp instructions over 4 schedulers × 132 SMs × the clock (one instruction per cycle each); the
+           instructions are the SASS's per source line × the tracer's executions of the line, a line of an
+           unrolled loop counted per execution as the SASS's main and remainder loops say
+           (:func:`course.trace.sass_flight.per_execution`)
+``atomics`` atomics on one address, one after another (a float add ~1.76 ns each, measured on the H200; an
+           integer add ~0.75 ns; the SASS says which a kernel makes)
 ``latency`` global loads one after another per warp: too few in flight to cover the memory latency
-           (Little's law with the warps an SM holds and the loads each has in flight)
+           (Little's law with the warps an SM holds and the loads each has in flight — as many as the SASS
+           issues before its first wait, :func:`course.trace.sass_flight.loads_in_flight`; the round trip is the
+           L2's when the launch's data stay in the L2, HBM's otherwise)
 ``launch`` a launch's own floor (~2 µs on the H200, with launches queued)
 =========  ==================================================================================================
 
@@ -90,7 +96,10 @@ class Constants:
     issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
     latency_s: float = 800e-9  # fitted: a global load's round trip from HBM under load
     l2_latency_s: float = 300e-9  # fitted: a load's round trip when the launch's data stay in the L2
-    atomic_same_address_s: float = 1.76e-9  # probes_atomics: one same-address atomic after another
+    atomic_same_address_s: float = 1.76e-9  # probes_atomics: one same-address float atomic after another
+    # an integer add on one address: 0.75 ns, from two launches of about a million warp-aggregated int32 atomics each
+    # (sol_count_positive 792.6 µs, fresh_ballot_count 794.3 µs; both predicted 2.4x slow at the float rate)
+    atomic_int_same_address_s: float = 0.75e-9
     launch_floor_s: float = 2.0e-6  # an empty kernel, queued: ~1.3 µs; a small real one ~2–3 µs
     overlap: float = 0.3  # fitted: the share of the second ceiling that adds to the first
     l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
@@ -144,6 +153,7 @@ class Counts:
     l1_hit: float = 0.0
     ilp: float = 1.0  # distinct load sites per warp of the detail block (the source's view)
     loads_in_flight: Optional[float] = None  # the SASS's: loads a warp issues before waiting (sass_flight)
+    float_atomics: Optional[float] = None  # share of the global atomics that are floating-point (SASS)
     partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
     atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
     barriers: float = 0.0  # syncthreads a block passes (the whole launch's, per block)
@@ -317,14 +327,29 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
     per_loop: dict = {}
     for ln, u in measured.items():
         per_loop.setdefault(inner(ln), []).append(u)
+    # a line of an unrolled loop, per execution, as the SASS's main and remainder loops say (sass_flight)
+    per_exec = sass.get("per_execution") or {}
     dyn = static_kernel = dyn_kernel = 0.0
     other = 0
-    for ln, _key, n, s in rows:
+    for ln, key, n, s in rows:
         if ln is None:
             other += n
             continue
         if s is None:
             dyn += n * warps  # the prologue: once per warp
+            continue
+        lp = inner(ln)
+        # read only in an innermost loop of run-time trips (a fixed-trip loop is unrolled whole: fixed_unroll's)
+        if key in per_exec and lp is not None and lp[2] is None and not any(
+                o != lp and lp[0] <= o[0] and o[1] <= lp[1] for o in loops):
+            # a loop's header line is traced once per entry into the loop, but its SASS (the loop control) runs
+            # every trip: it executes as often as the loop's busiest line
+            header = next((lp for lp in loops if lp[0] == ln), None)
+            if header is not None:
+                s = max([s] + [steps[m] for m in markers if header[0] < m <= header[1]])
+            dyn += s * per_exec[key]
+            static_kernel += n
+            dyn_kernel += s * per_exec[key]
             continue
         if ln in measured:
             u = measured[ln]
@@ -473,7 +498,8 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # no course kernel issues more than ~36 warp instructions per traced line step (the naive matmul's loop)
     wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
     out["issue"] = wi / (k.sms * k.schedulers * k.clock_hz * k.issue_efficiency)
-    out["atomics"] = c.atomic_chain * k.atomic_same_address_s
+    share = 1.0 if c.float_atomics is None else c.float_atomics  # without the SASS: the float rate, the slower
+    out["atomics"] = c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s)
     # latency: each wave of resident blocks waits for its loads one round trip after another
     waves = c.blocks / (blocks_per_sm * k.sms)
     warps = c.blocks * wpb
@@ -615,6 +641,7 @@ def add_compiler_facts(c: Counts, first, sass: dict, dynshared=0) -> None:
     """Registers, shared bytes and the SASS-based instruction count (block 0's lines, scaled by all steps)."""
     c.registers = sass.get("registers") or None
     c.loads_in_flight = sass.get("loads_in_flight") or None
+    c.float_atomics = sass.get("float_atomics")
     c.shared_bytes = int(sass.get("shared_bytes", 0)) + int(dynshared or 0)
     wi1 = _instructions(first, c.kernel_file, sass, math.ceil(c.threads_per_block / 32))
     s1 = sum(first.steps.values())

@@ -13,7 +13,7 @@ the kernel alone with launches queued (``ms``) and Nsight Compute's speed-of-lig
 Compute finds** is the busiest of DRAM, L2, L1/shared (``shared`` when shared-memory wavefronts are most of the
 L1's data-path wavefronts) and the SM's issue (``issue``), as % of peak; ``latency`` when none reaches 60 %.
 Two refinements, stated because they go beyond the counters: a case whose same-address atomics, at the H200's
-measured 1.76 ns each, account for at least 60 % of its time is ``atomics`` (no throughput counter sees a
+measured 1.76 ns each (a float add; 0.75 ns an integer one), account for at least 60 % of its time is ``atomics`` (no throughput counter sees a
 serialised atomic), and a case under 4 µs with no unit at 60 % is ``launch``.  The predicted limiter is named by
 the same rule from the predicted utilisations (:func:`course.measure.explain.limiter_of`), so that both sides
 answer the same question.
@@ -24,12 +24,20 @@ calibration; the leave-one-chapter-out score, also reported, has none).  The con
 :class:`course.measure.explain.Constants` are chosen on the calibration half only (a coordinate search on the
 median log error); the held-out error is what the course states beside every prediction.
 
-**Unseen**: the exercises' solution kernels (``course.exercises.solution_cases``, tag ``solution``), profiled after
-the constants were fixed.  They are never fitted on and never in the leave-one-chapter-out check; they are scored
-with the constants fitted on the calibration half.  Their predictions are pre-registered before their GPU run
-(``predict-unseen`` writes ``data/explain_predictions_unseen.json``: each case's prediction, limiter and ceilings,
-the counts they came from, the constants and the commit of the model), and the score compares the measurements
-with those frozen predictions.
+**Unseen**, in rounds (:data:`ROUNDS`), each pre-registered before its GPU run (``predict-unseen`` writes each
+case's prediction, limiter and ceilings, the counts they came from, the constants and the commit of the model) and
+scored against those frozen predictions, never against a later model:
+
+- round 1, ``unseen``: the exercises' solution kernels (``course.exercises.solution_cases``, tag ``solution``) and
+  the claims' launches (tag ``claim``), ``data/explain_predictions_unseen.json``;
+- round 2, ``fresh``: ``course.kernels.fresh`` (tag ``fresh``), 30 kernels written for this test by someone who had
+  not read the model, after round 1 had been scored and the model changed on it,
+  ``data/explain_predictions_fresh.json``;
+- round 3, ``fresh3``: ``course.kernels.fresh3`` (tag ``fresh3``), written the same way after round 2 had been
+  scored and the model changed on it, ``data/explain_predictions_fresh3.json``.
+
+A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
+page reports for it, and the next round is the blind one.
 """
 
 from __future__ import annotations
@@ -55,16 +63,19 @@ FITTED = ("issue_efficiency", "latency_s", "l2_latency_s", "l1_latency_s", "barr
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
 FRESH_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh.json"
+FRESH3_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh3.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
-ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",))}
+ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
+          "fresh3": (FRESH3_PREDICTIONS, ("fresh3",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
-UNSEEN_TAGS = ("solution", "claim", "fresh")
+UNSEEN_TAGS = ("solution", "claim", "fresh", "fresh3")
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
-#: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written.
-FITTED_ROUNDS = ("unseen",)
+#: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
+#: round 2 when round 3 was.
+FITTED_ROUNDS = ("unseen", "fresh")
 
 
 def split_of(name: str) -> str:
@@ -86,7 +97,9 @@ def measured_limiter(rec: dict, counts: dict) -> str:
     shared_wf = n.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 0) or 0
     if wf and shared_wf / wf > 0.5:
         units["shared"] = units.pop("l1")
-    if counts.get("atomic_chain", 0) * X.H200.atomic_same_address_s * 1e3 >= X.BUSY * ms:
+    share = 1.0 if counts.get("float_atomics") is None else counts["float_atomics"]
+    rate = share * X.H200.atomic_same_address_s + (1 - share) * X.H200.atomic_int_same_address_s
+    if counts.get("atomic_chain", 0) * rate * 1e3 >= X.BUSY * ms:
         return "atomics"
     best = max(units, key=units.get)
     if units[best] >= 100 * X.BUSY:
@@ -107,6 +120,10 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
         from course.kernels import fresh
 
         out += fresh.cases(scale)
+    if which in ("fresh3", "all"):
+        from course.kernels import fresh3
+
+        out += fresh3.cases(scale)
     if which in ("solutions", "all"):
         # the judge layer's: the solutions are read from their notebooks by the grader's path (a declared door)
         from course.exercises import solution_cases
@@ -361,6 +378,15 @@ def build(counts: dict) -> dict:
     }
 
 
+ROUND_TEXT = {
+    "unseen": "round 1: the exercises' solutions and the claims' kernels",
+    "fresh": "round 2: `course/kernels/fresh.py`, kernels written for this test without looking at the model, after "
+             "round 1 had been scored",
+    "fresh3": "round 3: `course/kernels/fresh3.py`, written the same way after round 2 had been scored and the model "
+              "changed on it",
+}
+
+
 def table(data: dict) -> str:
     """The Markdown page: scores first, then every case."""
     def s(v):
@@ -374,18 +400,15 @@ def table(data: dict) -> str:
            "kernel alone, launches queued. Predicted on the CPU from {} traced blocks per launch (loops cut to {} "
            "trips).".format(m["run"], m["device"], m["driver"], m["numba_cuda"], m["date"], data["sample_blocks"],
                             data["loop_cap"]), "",
-           f"- held out (never used to fit; the chapters' cases and round 1's, whose scores the model was changed on, so "
-           f"not blind): {s(data['held_out'])}",
+           f"- held out (never used to fit; the chapters' cases and those of rounds {', '.join(FITTED_ROUNDS)}, whose "
+           f"scores the model was changed on, so not blind): {s(data['held_out'])}",
            f"- calibration (fitted on): {s(data['calibration'])}",
            f"- leave one chapter out (each chapter predicted with constants fitted on the others): "
            f"{s(data['leave_one_chapter_out'])}",
-           *([f"- **unseen, round 2** (`course/kernels/fresh.py`: kernels written for this test without looking at the "
-              f"model, after round 1 had been looked at; run {', '.join(f'`{r}`' for r in data['fresh']['runs'])}; scored "
-              f"against the predictions pre-registered in `data/explain_predictions_fresh.json`): {s(data['fresh'])}"]
-             if data.get("fresh", {}).get("n") else []),
-           *([f"- **unseen, round 1**: the exercises' solutions and the claims' kernels, profiled after the constants were "
-              f"fixed (run {', '.join(f'`{r}`' for r in data['unseen']['runs'])}; scored against the predictions pre-registered in "
-              f"`data/explain_predictions_unseen.json`): {s(data['unseen'])}"] if data.get("unseen", {}).get("n") else []),
+           *[f"- **unseen, {ROUND_TEXT[rnd]}**, predicted before the H200 measured them (run "
+             f"{', '.join(f'`{r}`' for r in data[rnd]['runs'])}; scored against the frozen predictions of "
+             f"`data/{ROUNDS[rnd][0].name}`){' — since joined the fit' if rnd in FITTED_ROUNDS else ''}: "
+             f"{s(data[rnd])}" for rnd in reversed(list(ROUNDS)) if (data.get(rnd) or {}).get("n")],
            *([f"- round 1's cases with the model as it is now (mended on what they showed and fitted on since, so no "
               f"longer unseen): {s(data['unseen_now'])}"] if data.get("unseen_now", {}).get("n")
              and any(data["unseen_now"][k] != data["unseen"].get(k) for k in ("median_error", "within_2x", "limiter_agree"))
@@ -406,9 +429,10 @@ def table(data: dict) -> str:
         mark = "" if r["limiter"] == r["measured_limiter"] else " ✗"
         label = r["split"].replace("_", " ")
         if r["split"] == "unseen":
-            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen"}.get(r.get("round"), "unseen")
+            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen", "fresh3": "round 3, frozen"}.get(
+                r.get("round"), "unseen")
         elif r.get("round"):
-            label += " (round 1)"
+            label += {"unseen": " (round 1)", "fresh": " (round 2)"}.get(r["round"], "")
         out.append(f"| `{r['case']}` | {label} | {r['ms'] * 1e3:.1f} | "
                    f"{r['predicted_ms'] * 1e3:.1f} | {e:.2f} | {r['limiter']}{mark} | {r['measured_limiter']} | "
                    + (f"{r['instructions_ratio']:.2f} |" if r.get("instructions_ratio") else "— |"))

@@ -45,11 +45,13 @@ import tempfile
 import types
 from typing import Optional
 
+from course.trace import sass_flight
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS_FILE = ROOT / "data" / "compiler_facts.json"
 CC = (9, 0)  # the H200's compute capability: the machine the course validates against
 TIMEOUT_S = 240  # one child compiles a handful of kernels; ptxas on a fully unrolled loop takes ~1 s
-FORMAT = 2  # 2: the facts carry loads_in_flight (course.trace.sass_flight)
+FORMAT = 4  # 2: the facts carry loads_in_flight; 3/4: per_execution and float_atomics (course.trace.sass_flight)
 
 #: A memory instruction in SASS (``nvdisasm`` / ``inspect_sass`` text): group 1 the predicate (``@P0 ``, if any),
 #: group 2 the mnemonic with its modifiers (``LDS.128``, ``STG.E.U8``).  scripts/gpu/validate_tracer.py uses it too.
@@ -398,7 +400,8 @@ def ptxas_resources(text: str) -> dict:
 def sass_summary_of(sass: str) -> dict:
     """Every SASS instruction of an ``nvdisasm -g`` listing counted per source line and by opcode class.
 
-    ``{"instructions": n, "per_line": {"file:line": n}, "ops": {opcode: n}, "loads_in_flight": n or None}``; what :mod:`course.measure.explain`
+    ``{"instructions": n, "per_line": {"file:line": n}, "ops": {opcode: n}, "loads_in_flight": n or None, "per_execution":
+    {"file:line": n}, "float_atomics": share or None}``; what :mod:`course.measure.explain`
     reads to estimate a launch's instruction count (static counts: a loop's body counts once per copy the
     compiler made of it, which is why it is read per line beside the tracer's executed lines).
     """
@@ -412,9 +415,10 @@ def sass_summary_of(sass: str) -> dict:
         n += 1
         per_line[where or "?"] = per_line.get(where or "?", 0) + 1
         ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
-    from course.trace.sass_flight import loads_in_flight
-
-    return {"instructions": n, "per_line": per_line, "ops": ops, "loads_in_flight": loads_in_flight(sass)}
+    wheres = [where for where, text in sass_lines(sass) if sass_flight.is_instruction(text)]
+    return {"instructions": n, "per_line": per_line, "ops": ops, "loads_in_flight": sass_flight.loads_in_flight(sass),
+            "per_execution": sass_flight.per_execution(sass, wheres),
+            "float_atomics": sass_flight.float_atomic_share(sass)}
 
 
 # --------------------------------------------------------------------------------------------------

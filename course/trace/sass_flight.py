@@ -102,3 +102,58 @@ def loads_in_flight(sass: str) -> Optional[int]:
         return max(1, in_flight(ins, 0, len(ins) - 1))
     _, a, b = max(bodies, key=lambda x: (x[0], -(x[2] - x[1])))  # most loads; the innermost of equals
     return max(1, in_flight(ins, a, b))
+
+
+def is_instruction(text: str) -> bool:
+    """Whether a listing line is an instruction :func:`parse` counts."""
+    return bool(_INS.search(text))
+
+
+def per_execution(sass: str, wheres: list) -> dict:
+    """``{"file:line": SASS instructions per execution of the line}`` for the lines of an unrolled loop.
+
+    A loop with a run-time trip count is compiled as a main loop holding ``u`` copies of its body and a remainder
+    loop holding one: a line's instructions in the main loop over its instructions in the smallest other loop that
+    holds the line give ``u`` (the largest such ratio of the loop's lines, rounded to a power of two, since the loop
+    header's own instructions do not multiply).  A line of that main loop then executes ``count / u`` instructions
+    per source execution: static counts over all copies said ``count + remainder``, 1.3–3.9× too many on loops
+    without a memory instruction (whose copies could not be measured from the memory lines).  Lines of loops without
+    a remainder partner are left out (the caller keeps its own estimate).  ``wheres``: each instruction's source
+    ``file:line`` in order (the :func:`is_instruction` lines; the caller reads the listing's line markers).
+    """
+    import math
+
+    ins, labels = parse(sass)
+    if len(wheres) != len(ins):
+        return {}
+    bodies = []
+    for a, b in loops(ins, labels):
+        c: dict = {}
+        for w in wheres[a:b + 1]:
+            if w is not None:
+                c[w] = c.get(w, 0) + 1
+        bodies.append(c)
+    out: dict = {}
+    for i, body in enumerate(bodies):
+        # the remainder partners: other loops that share lines with this one and are smaller in all
+        partners = [o for j, o in enumerate(bodies) if j != i and set(o) & set(body) and sum(o.values()) < sum(body.values())]
+        ratios = [n / min(o[w] for o in partners if w in o) for w, n in body.items() if any(w in o for o in partners)]
+        if not ratios or max(ratios) < 1.5:
+            continue
+        u = 2 ** round(math.log2(max(ratios)))
+        if u > 8:  # no runtime unroll goes that far: some other structure (nested or duplicated loops); not read
+            continue
+        for w, n in body.items():
+            if n / u > out.get(w, 0):
+                out[w] = n / u
+    return out
+
+
+def float_atomic_share(sass: str) -> Optional[float]:
+    """The share of global atomics (``ATOMG``/``REDG``/``RED``/``ATOM``) that are floating-point (``.F32``/``.F64``):
+    one after another on one address, a float add takes about 1.8 ns on the H200, an integer one about 0.75 ns."""
+    ins, _ = parse(sass)
+    atoms = [op for op, _ in ins if op.startswith(("ATOMG", "REDG", "RED.", "ATOM."))]
+    if not atoms:
+        return None
+    return sum(".F32" in op or ".F64" in op or ".F16" in op for op in atoms) / len(atoms)

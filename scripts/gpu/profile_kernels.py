@@ -85,9 +85,9 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "all"),
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "all"),
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
-                         "fresh: course.kernels.fresh (unseen, round 2); all: every set")
+                         "fresh / fresh3: course.kernels.fresh / fresh3 (unseen, rounds 2 and 3); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
 
 
@@ -187,7 +187,7 @@ def run_file():
     solutions``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
     hides the chapters' profile run from the readers that take a benchmark's latest run (chapters' profile tables,
     the copy ceilings, the ledger's limiter claims)."""
-    return "unseen_profiles" if H.args.set in ("solutions", "fresh") else "kernel_profiles"
+    return "unseen_profiles" if H.args.set in ("solutions", "fresh", "fresh3") else "kernel_profiles"
 
 
 def case_file(case):
