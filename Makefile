@@ -63,7 +63,9 @@ toolkit: $(COMPILER)
 compiler-facts: $(COMPILER)
 	rm -f data/compiler_facts.json
 	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python scripts/gpu/validate_tracer.py --dry-run --out build/compiler-facts
-	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python -m pytest notebooks solutions --nbval-lax -q -p no:cacheprovider
+	COURSE_COMPILER_FACTS_WRITE=1 $(BIN)/python -m pytest notebooks solutions --nbval-lax -q -p no:cacheprovider \
+	  -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python scripts/compiler_facts_cases.py
 
 ## Regenerate exercises/ from solutions/.
 exercises: $(STAMP)

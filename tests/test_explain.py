@@ -244,3 +244,14 @@ def test_the_limiter_is_the_busiest_unit_as_the_profile_names_it():
     # same-address atomics taking 60 % of the time win over a busy unit; a short idle launch is "launch"
     assert X.limiter_of({"atomics": 61 * us, "l2": 90 * us}, 100 * us, k) == "atomics"
     assert X.limiter_of({"latency": 3 * us, "l2": 1 * us}, 3 * us, k) == "launch"
+
+
+def test_the_stated_error_is_the_latest_blind_rounds():
+    """Beside every prediction the course states the held-out error and the score of the latest round of kernels the
+    model had never seen, predicted before the H200 measured them (not an earlier round's, nor a refit's)."""
+    latest = [r for r in DATA["rounds"] if (DATA.get(r) or {}).get("n")][-1]
+    X._FITTED.pop("error", None)
+    text = X.stated_error()
+    u = DATA[latest]
+    assert f"on {u['n']} kernels it had never seen" in text and f"{u['median_error']:.2f}×" in text
+    assert f"{u['within_2x']:.0%} within 2×" in text and f"limiter {u['limiter_agree']:.0%}" in text

@@ -555,7 +555,7 @@ def stated_error() -> str:
             text = (f"on {v['n']} held-out H200 kernels: median error {v['median_error']:.2f}×, "
                     f"{v['within_2x']:.0%} within 2×, limiter right on {v['limiter_agree']:.0%}")
             # kernels like a learner's own, predicted before the H200 measured them: the latest round that has any
-            u = next((data[r] for r in ("fresh", "unseen") if (data.get(r) or {}).get("n")), {})
+            u = next((data[r] for r in reversed(data.get("rounds", [])) if (data.get(r) or {}).get("n")), {})
             if u.get("n"):
                 text += (f"; on {u['n']} kernels it had never seen, predicted before the H200 measured them: "
                          f"{u['median_error']:.2f}×, {u['within_2x']:.0%} within 2×, limiter {u['limiter_agree']:.0%}")

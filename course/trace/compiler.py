@@ -463,7 +463,16 @@ def _store(key, facts) -> None:
 
 
 def write_committed(new: dict) -> None:
-    """Add facts to ``data/compiler_facts.json`` (kept sorted, so a diff shows what changed)."""
+    """Add facts to ``data/compiler_facts.json`` (kept sorted, so a diff shows what changed); under a lock, so that
+    the test workers of ``make compiler-facts`` can add theirs at once without losing each other's."""
+    import fcntl
+
+    with open(FACTS_FILE.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _write_committed(new)
+
+
+def _write_committed(new: dict) -> None:
     try:
         data = json.loads(FACTS_FILE.read_text())
     except (OSError, ValueError):
