@@ -21,12 +21,12 @@ GPU = F.cases("gpu")
 ARRAY_LIMIT = 1 << 30  # bytes: no array over 1 GiB
 CASE_LIMIT = 2 << 30  # bytes: a case's arrays together
 SPARSE = {"spmv_csr_thread", "spmv_csr_warp"}  # their nbytes are upper bounds (random row lengths)
-FEW_THREADS = {"nbody_accel", "column_max"}  # a thread per body / per column: fewer threads than SMs × 256 on purpose
+FEW_THREADS = {"nbody_accel"}  # a thread per body / per column: fewer threads than SMs × 256 on purpose
 TWO_D = [n for n, s in F.SPECS.items() if "2d" in s[6]]
 # 17 × 16, 1 × 33 and 1025 × 512 where the engine runs it fast; the kernels with barriers or long per-thread loops get
 # 1025 of a narrower second dimension, so that the file stays fast on one core
 AWKWARD = {"outer_product": [(17, 16), (1, 33), (1025, 512)], "copy_rows_warp": [(17, 16), (1, 33), (1025, 512)],
-           "row_l2norm_warp": [(17, 16), (1, 33), (1025, 512)], "column_max": [(17, 16), (1, 33), (1025, 512)],
+           "row_l2norm_warp": [(17, 16), (1, 33), (1025, 512)],
            "box3_global": [(17, 16), (1, 33), (1025, 40)], "box7_shared": [(17, 16), (1, 33), (1025, 20)],
            "transpose_f64": [(17, 16), (1, 33), (1025, 40)], "mandelbrot": [(17, 16), (1, 33), (1025, 20)],
            "laplace7_3d": [(3, 17, 16), (1, 1, 33), (2, 1025, 20)],

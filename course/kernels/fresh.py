@@ -126,21 +126,6 @@ def count_in_range(x, lo, hi, count):
     votes = cuda.ballot_sync(FULL_MASK, hit)
     if cuda.threadIdx.x % 32 == 0:
         cuda.atomic.add(count, 0, cuda.popc(votes))
-@cuda.jit
-def matvec_warp_per_row(a, x, y):
-    """y = a·x with one warp per row: lanes stride along the row, then a shuffle reduction."""
-    row = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
-    lane = cuda.threadIdx.x % 32
-    acc = float32(0)
-    if row < a.shape[0]:
-        for c in range(lane, a.shape[1], 32):
-            acc += a[row, c] * x[c]
-    off = 16
-    while off > 0:
-        acc += cuda.shfl_down_sync(FULL_MASK, acc, off)
-        off //= 2
-    if lane == 0 and row < a.shape[0]:
-        y[row] = acc
 
 # --- shared memory: stencils, convolution, histogram, sort
 S5_X, S5_Y, S5_TW, S5_TH = 32, 8, 34, 10  # the 5-point stencil: 32 × 8 threads, a 34 × 10 tile with its halo
@@ -406,27 +391,6 @@ def softmax_block_per_row(x, out):
         out[row, c] *= inv
 
 # --- matmul
-MM_TX, MM_TY, MM_TK = 32, 16, 32  # output tile: 16 rows × 32 columns, K in steps of 32; 32 × 16 threads
-@cuda.jit
-def matmul_tile_16x32(a, b, c):
-    """c = a·b with a 16 × 32 output tile per block: a 16 × 32 tile of a and a 32 × 32 tile of b per step."""
-    sa = cuda.shared.array((MM_TY, MM_TK), float32)
-    sb = cuda.shared.array((MM_TK, MM_TX), float32)
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    m, k = a.shape
-    n = b.shape[1]
-    row, col = cuda.blockIdx.y * MM_TY + ty, cuda.blockIdx.x * MM_TX + tx
-    acc = float32(0)
-    for k0 in range(0, k, MM_TK):
-        sa[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k else float32(0)
-        for h in range(0, MM_TK, MM_TY):  # two rows of b's tile per thread
-            sb[ty + h, tx] = b[k0 + ty + h, col] if k0 + ty + h < k and col < n else float32(0)
-        cuda.syncthreads()
-        for kk in range(MM_TK):
-            acc += sa[ty, kk] * sb[kk, tx]
-        cuda.syncthreads()
-    if row < m and col < n:
-        c[row, col] = acc
 
 # --- launches: one plan per case
 
@@ -503,10 +467,6 @@ def _p_half_warp(n):
 def _p_ballot(n):
     return Plan(*_vec(n), lambda rng: (_f32(rng, n), np.float32(-10.0), np.float32(25.0), _zeros(1, np.int32)),
                 lambda a: {3: a[3] + ((a[0] >= a[1]) & (a[0] < a[2])).sum()}, 0.0, 0.0, (_b(n), 4))
-def _p_matvec(shape):
-    rows, cols = shape
-    return Plan((_cdiv(rows, 8),), (256,), lambda rng: (_f32(rng, shape), _f32(rng, cols), _zeros(rows)),
-                lambda a: {2: a[0].astype(np.float64) @ a[1]}, 0.0, 0.0, (_b(shape), _b(cols), _b(rows)))
 def _p_vertical(shape):
     def want(a):
         p = np.pad(a[0].astype(np.float64), 1)[:, 1:-1]
@@ -574,11 +534,6 @@ def _p_softmax(shape):
         return {1: e / e.sum(axis=1, keepdims=True)}
     return Plan((shape[0],), (SM_T,), lambda rng: (_u(rng, shape, -8, 8), _zeros(shape)), want, 1e-5, 1e-7,
                 (_b(shape),) * 2)
-def _p_matmul(shape):
-    m, n, k = shape
-    return Plan((_cdiv(n, MM_TX), _cdiv(m, MM_TY)), (MM_TX, MM_TY),
-                lambda rng: (_f32(rng, (m, k)), _f32(rng, (k, n)), _zeros((m, n))),
-                lambda a: {2: a[0].astype(np.float64) @ a[1]}, 0.0, 0.0, (_b((m, k)), _b((k, n)), _b((m, n))))
 
 
 FILL = H200_SMS * 2048 * 2  # threads of the compute loops: two full waves of 2048 threads per SM
@@ -598,7 +553,6 @@ SPECS = {
     "mat4_batch": (mat4_times_vec, 3, _p_mat4, 1025, 1 << 22, "64-byte AoS per thread", ("aos",)),
     "half_warp_extra": (half_warp_extra, 2, _p_half_warp, 1025, 1 << 22, "half a warp loops 4x", ("divergence",)),
     "ballot_count": (count_in_range, 2, _p_ballot, 1025, 1 << 25, "warp vote, an atomic per warp", ("vote",)),
-    "matvec_warp": (matvec_warp_per_row, 2, _p_matvec, (17, 45), (8192, 4096), "warp per row, shuffles", ("2d",)),
     "vertical_3pt": (vertical_3pt, 4, _p_vertical, (17, 45), (4096, 4096), "3-point stencil, global", ("2d",)),
     "cross_5pt_shared": (cross_5pt_shared, 4, _p_cross, (17, 45), (3999, 4001), "5-point, shared halo", ("2d",)),
     "conv31_shared": (conv31_shared, 4, _p_conv, 1025, 1 << 24, "31-tap filter in shared memory", ("stencil",)),
@@ -615,7 +569,6 @@ SPECS = {
     "scan_block": (scan_hillis_steele, 7, _p_scan, 1300, 1 << 25, "Hillis–Steele scan per block", ("scan",)),
     "argmax_block": (argmax_blocks, 7, _p_argmax, 1025, 1 << 25, "argmax per block", ()),
     "softmax_rows": (softmax_block_per_row, 7, _p_softmax, (5, 300), (16384, 1024), "block per row", ("2d",)),
-    "matmul_16x32": (matmul_tile_16x32, 9, _p_matmul, (17, 45, 40), (1024, 256, 4096), "16x32 tile", ("2d",)),
     "horner16": (horner16, 10, _p_horner, 1025, 1 << 24, "degree-16 Horner", ("compute",)),
     "hard_swish_l2": (hard_swish, 10, _p_hard_swish, 1025, 1 << 22, "16 MB in, 16 out: L2-resident", ("l2",)),
     "hard_swish_hbm": (hard_swish, 10, _p_hard_swish, 1027, 1 << 26, "256 MB in, 256 out: HBM", ("hbm",)),
@@ -648,3 +601,13 @@ def case(name: str, shape) -> Case:
 def cases(scale: str = "gpu") -> list:
     """One case per launch (``scale="small"``: the same launch rules at awkward sizes for the CPU engine)."""
     return [case(name, s[3 if scale == "small" else 4]) for name, s in SPECS.items()]
+
+
+#: Cases of this round that were profiled (run 20261202T065352Z-b6ae6f) and scored against their frozen predictions,
+#: then taken out of the repository because they read like graded solutions (tests/test_spoilers.py: a learner reads
+#: course/); their source is at commit 7711af8, their counts in data/explain_predictions_fresh.json, and they stay in
+#: the round's score (removing them after the fact would change it).
+RETIRED = {
+    "fresh_matvec_warp": "0.86 alike to 09.matvec's solution",
+    "fresh_matmul_16x32": "0.89 alike to 09.tiled_rect's solution",
+}

@@ -247,15 +247,6 @@ def copy_rows_warp(src, dst):
             dst[r, c] = src[r, c]
 
 # --- occupancy and latency: few threads, local memory, grid shapes
-@cuda.jit
-def column_max(a, out):
-    """The max of each column, a thread per column looping down the rows: coalesced, but only ``cols`` threads."""
-    c = cuda.grid(1)
-    if c < a.shape[1]:
-        m = a[0, c]
-        for r in range(1, a.shape[0]):
-            m = max(m, a[r, c])
-        out[c] = m
 SORT_K = 16
 @cuda.jit
 def sort16_local(x):
@@ -516,9 +507,6 @@ def _p_transpose64(shape):
 def _p_copy_rows(shape):
     return Plan((_cdiv(shape[0], 4),), (128,), lambda rng: (_f32(rng, shape), _zeros(shape)),
                 lambda a: {1: a[0]}, 0.0, 0.0, (_b(shape),) * 2)
-def _p_colmax(shape):
-    return Plan(*_vec(shape[1], 128), lambda rng: (_f32(rng, shape), _zeros(shape[1])),
-                lambda a: {1: a[0].max(axis=0)}, 0.0, 0.0, (_b(shape), _b(shape[1])))
 def _p_sort16(m):
     return Plan(*_vec(m, 64), lambda rng: (_u(rng, (SORT_K, m), -100, 100),),
                 lambda a: {0: np.sort(a[0], axis=0)}, 0.0, 0.0, (_b((SORT_K, m)),))
@@ -607,7 +595,6 @@ SPECS = {
     "digit_count16": (digit_count16, 4, _p_digits, 5000, 1 << 25, "radix digit count", ("atomics",)),
     "transpose_f64": (transpose_f64, 5, _p_transpose64, (17, 45), (8192, 2048), "float64 tile", ("2d", "fp64")),
     "copy_rows_warp": (copy_rows_warp, 5, _p_copy_rows, (17, 45), (16384, 3000), "warp per row copy", ("2d",)),
-    "column_max": (column_max, 6, _p_colmax, (17, 45), (2048, 16384), "thread per column", ("2d",)),
     "sort16_local": (sort16_local, 6, _p_sort16, 200, 1 << 21, "local array, dynamic index", ("local",)),
     "gridstride_1block": (leaky_relu_gs, 6, _p_leaky1, 3000, 1 << 20, "1 block", ("gridstride", "fixed_grid")),
     "gridstride_8blocks": (leaky_relu_gs, 6, _p_leaky8, 3000, 1 << 20, "8 blocks", ("gridstride", "fixed_grid")),
@@ -647,3 +634,12 @@ def case(name: str, shape) -> Case:
 def cases(scale: str = "gpu") -> list:
     """One case per launch (``scale="small"``: the same launch rules at awkward sizes for the CPU engine)."""
     return [case(name, s[3 if scale == "small" else 4]) for name, s in SPECS.items()]
+
+
+#: Cases of this round that were profiled (run 20261202T074500Z-bde18f) and scored against their frozen predictions,
+#: then taken out of the repository because they read like graded solutions (tests/test_spoilers.py: a learner reads
+#: course/); their source is at commit a850eb4, their counts in data/explain_predictions_fresh3.json, and they stay in
+#: the round's score (removing them after the fact would change it).
+RETIRED = {
+    "fresh3_column_max": "0.92 alike to 03.column_sums's solution, 0.87 to 01.pair_sums's",
+}

@@ -4,6 +4,7 @@
     python -m course.measure.explain_check fit      # fit the constants on the calibration half, score the held-out half
     python -m course.measure.explain_check table    # docs/explain_validation.md from the JSON
     python -m course.measure.explain_check count --set solutions   # count the unseen set (or: count NAME ...)
+    python -m course.measure.explain_check count --set all   # every set, one child process each (memory)
     python -m course.measure.explain_check predict-unseen   # freeze the unseen set's predictions, before its GPU run
     python -m course.measure.explain_check predict-unseen --add   # freeze those of cases new to the set, before theirs
     python -m course.measure.explain_check predict-unseen --round fresh   # round 2: course.kernels.fresh, frozen
@@ -136,6 +137,15 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
 def unseen(d: dict) -> bool:
     """Whether a case's counts (``count_all``'s dict) are of an unseen case."""
     return any(t in UNSEEN_TAGS for t in d.get("tags", ()))
+
+
+def retired(round_: str) -> dict:
+    """Cases of a round taken out of the repository after the round was scored (name -> why; each kernel module's
+    ``RETIRED``): their frozen predictions, counts and profiles stay, and so does their place in the round's score."""
+    import importlib
+
+    module = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3"}.get(round_)
+    return dict(getattr(importlib.import_module(module), "RETIRED", {})) if module else {}
 
 
 def round_of(d: dict) -> str:
@@ -445,6 +455,13 @@ def table(data: dict) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     cmd = argv[0] if argv else "table"
+    if cmd == "count" and argv[1:] == ["--set", "all"]:
+        # one child process per set: one process counting every set grew past 24 GB (the engine keeps what each
+        # launch compiled) and was killed; each child merges its counts into the file after the one before
+        for which in ("timed", "solutions", *(r for r in ROUNDS if r != "unseen")):
+            if subprocess.run([sys.executable, "-m", "course.measure.explain_check", "count", "--set", which]).returncode:
+                return 1
+        return 0
     if cmd == "count":
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         counts = dict(old.get("counts", {}))
