@@ -28,7 +28,7 @@ import pkgutil
 
 import numpy as np
 
-from course.kernels.cases import Case
+from course.kernels.cases import Case, compare
 
 #: Exercises without a case here, each with why.
 SKIPPED = {
@@ -511,18 +511,6 @@ SPECS = {
 }
 
 
-def compare(want: dict, after: tuple, rtol: float, atol: float, names=None) -> str:
-    """'' when every argument in ``want`` holds its answer after the launch, else the first wrong element."""
-    for i, w in want.items():
-        got = np.asarray(after[i])
-        w = np.asarray(w, dtype=np.float64).reshape(got.shape)
-        bad = ~np.isclose(got.astype(np.float64), w, rtol=rtol, atol=atol, equal_nan=True)
-        if bad.any():
-            at = tuple(int(j) for j in np.argwhere(bad)[0])
-            name = names[i] if names else f"argument {i}"
-            return (f"{name}{list(at)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {bad.size} elements "
-                    f"wrong)")
-    return ""
 
 
 def _checker(want_fn, rtol, atol, names):

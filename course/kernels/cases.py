@@ -38,3 +38,18 @@ class Case:
     def args(self, seed: int = 0) -> tuple:
         """Fresh arguments from a NumPy generator seeded with ``seed``."""
         return tuple(self.make_args(np.random.default_rng(seed)))
+
+
+def compare(want: dict, after: tuple, rtol: float, atol: float, names=None, frac: float = 0.0) -> str:
+    """'' when every argument in ``want`` (index -> NumPy answer) holds its answer after the launch, but for a share
+    ``frac`` of its elements, else the first wrong element (``names``: the arguments' names, default "argument i")."""
+    for i, w in want.items():
+        got = np.asarray(after[i])
+        w = np.asarray(w, dtype=np.float64).reshape(got.shape)
+        bad = ~np.isclose(got.astype(np.float64), w, rtol=rtol, atol=atol, equal_nan=True)
+        if bad.sum() > frac * bad.size:
+            at = tuple(int(j) for j in np.argwhere(bad)[0])
+            name = names[i] if names else f"argument {i}"
+            return (f"{name}{list(at)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {bad.size} elements "
+                    f"wrong)")
+    return ""

@@ -12,12 +12,18 @@ reductions, a scan, an argmax, a softmax, a histogram, a bitonic sort and a rect
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
 
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
-from course.kernels.cases import Case
+from course.kernels.fresh_plans import Plan, builders
+from course.kernels.fresh_plans import blocks as _blocks
+from course.kernels.fresh_plans import cdiv as _cdiv
+from course.kernels.fresh_plans import f32 as _f32
+from course.kernels.fresh_plans import nbytes as _b
+from course.kernels.fresh_plans import uniform as _u
+from course.kernels.fresh_plans import vec as _vec
+from course.kernels.fresh_plans import zeros as _zeros
 from numba import cuda, float32, float64, int32
 
 FULL_MASK = 0xFFFFFFFF
@@ -394,25 +400,6 @@ def softmax_block_per_row(x, out):
 
 # --- launches: one plan per case
 
-#: One launch: grid, block, make(rng) -> args, want(before) -> {index: NumPy answer}, rtol, atol, each array's bytes
-Plan = NamedTuple("Plan", [("grid", tuple), ("block", tuple), ("make", Callable), ("want", Callable),
-                           ("rtol", float), ("atol", float), ("nbytes", tuple)])
-def _cdiv(a, b):
-    return -(-a // b)
-def _f32(rng, shape):  # small integers as float32, built through int8 (no int64 temporary at 2^26 elements)
-    return rng.integers(-50, 51, size=shape, dtype=np.int8).astype(np.float32)
-def _u(rng, shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, size=shape).astype(np.float32)
-def _b(shape, item=4):
-    return int(np.prod(shape)) * item
-def _zeros(shape, dtype=np.float32):
-    return np.zeros(shape, dtype)
-def _vec(n, tpb=256):
-    return (_cdiv(n, tpb),), (tpb,)
-def _blocks(a, per, fill=0.0):  # a padded with fill to whole runs of per, as rows (float64: sums are exact)
-    p = np.full(_cdiv(a.size, per) * per, fill, np.float64)
-    p[:a.size] = a
-    return p.reshape(-1, per)
 def _p_damped_wave(n):
     def want(a):
         v = a[0].astype(np.float64)
@@ -575,33 +562,8 @@ SPECS = {
     "saxpy_chunk": (saxpy_chunk, 8, _p_saxpy_chunk, 1029, 1 << 26, "one chunk of a stream pipeline", ()),
 }
 
-def plan(name: str, shape) -> Plan:
-    """The launch of case ``name`` at ``shape``."""
-    return SPECS[name][2](shape)
 
-def compare(want: dict, after: tuple, rtol: float, atol: float) -> str:
-    """'' when every argument in ``want`` holds its answer after the launch, else the first wrong element."""
-    for i, w in want.items():
-        got = np.asarray(after[i])
-        w = np.asarray(w, dtype=np.float64).reshape(got.shape)
-        bad = ~np.isclose(got.astype(np.float64), w, rtol=rtol, atol=atol, equal_nan=True)
-        if bad.any():
-            at = tuple(int(j) for j in np.argwhere(bad)[0])
-            return f"argument {i}{list(at)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {bad.size} wrong)"
-    return ""
-
-def case(name: str, shape) -> Case:
-    """Case ``name`` launched at ``shape``."""
-    kernel, chapter, _, _, _, what, tags = SPECS[name]
-    p = plan(name, shape)
-    return Case(f"fresh_{name}", kernel, p.grid, p.block, p.make, note=f"{what} (shape {shape})",
-                tags=(f"ch{chapter:02d}", "fresh") + tags,
-                check=lambda before, after: compare(p.want(before), after, p.rtol, p.atol))
-
-def cases(scale: str = "gpu") -> list:
-    """One case per launch (``scale="small"``: the same launch rules at awkward sizes for the CPU engine)."""
-    return [case(name, s[3 if scale == "small" else 4]) for name, s in SPECS.items()]
-
+plan, case, cases = builders(SPECS, "fresh")
 
 #: Cases of this round that were profiled (run 20261202T065352Z-b6ae6f) and scored against their frozen predictions,
 #: then taken out of the repository because they read like graded solutions (tests/test_spoilers.py: a learner reads

@@ -10,12 +10,17 @@ at H200 sizes (``"gpu"``) or awkward CPU-engine sizes (``"small"``); each :class
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
 import course  # noqa: F401  (chooses the backend before numba is imported)
-from course.kernels.cases import Case
+from course.kernels.fresh_plans import Plan, builders
+from course.kernels.fresh_plans import cdiv as _cdiv
+from course.kernels.fresh_plans import f32 as _f32
+from course.kernels.fresh_plans import nbytes as _b
+from course.kernels.fresh_plans import uniform as _u
+from course.kernels.fresh_plans import vec as _vec
+from course.kernels.fresh_plans import zeros as _zeros
 from numba import cuda, float32, float64, int32, int64
 
 FULL_MASK = 0xFFFFFFFF
@@ -391,21 +396,6 @@ def logistic_f64(x, out, rate, iters):
         out[i] = v
 
 # --- launches: one plan per case
-#: One launch: grid, block, make(rng) -> args, want(before) -> {index: NumPy answer}, rtol, atol, each array's bytes
-#: (an upper bound where a size is random), the fraction of elements allowed off (float32 rounding decides a branch)
-Plan = namedtuple("Plan", "grid block make want rtol atol nbytes frac", defaults=(0.0,))
-def _cdiv(a, b):
-    return -(-a // b)
-def _f32(rng, shape):  # small integers as float32, built through int8 (no int64 temporary at 2^26 elements)
-    return rng.integers(-50, 51, size=shape, dtype=np.int8).astype(np.float32)
-def _u(rng, shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, size=shape).astype(np.float32)
-def _b(shape, item=4):
-    return int(np.prod(shape)) * item
-def _zeros(shape, dtype=np.float32):
-    return np.zeros(shape, dtype)
-def _vec(n, tpb):
-    return (_cdiv(n, tpb),), (tpb,)
 def _grid2(shape, block):  # a 2-D grid over (rows, cols), x along the columns
     return (_cdiv(shape[1], block[0]), _cdiv(shape[0], block[1])), block
 def _shifts(a, r):  # the (2r+1)^2 shifted views of a zero-padded float64 copy of a
@@ -608,33 +598,8 @@ SPECS = {
     "logistic_f64": (logistic_f64, 10, _p_logistic, 1025, FILL, "float64 chain", ("compute", "fp64")),
 }
 
-def plan(name: str, shape) -> Plan:
-    """The launch of case ``name`` at ``shape``."""
-    return SPECS[name][2](shape)
 
-def compare(want: dict, after: tuple, rtol: float, atol: float, frac: float = 0.0) -> str:
-    """'' when every argument in ``want`` holds its answer (but for a fraction ``frac``), else the first wrong one."""
-    for i, w in want.items():
-        got = np.asarray(after[i])
-        w = np.asarray(w, dtype=np.float64).reshape(got.shape)
-        bad = ~np.isclose(got.astype(np.float64), w, rtol=rtol, atol=atol, equal_nan=True)
-        if bad.sum() > frac * bad.size:
-            at = tuple(int(j) for j in np.argwhere(bad)[0])
-            return f"argument {i}{list(at)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {bad.size} wrong)"
-    return ""
-
-def case(name: str, shape) -> Case:
-    """Case ``name`` launched at ``shape``."""
-    kernel, chapter, _, _, _, what, tags = SPECS[name]
-    p = plan(name, shape)
-    return Case(f"fresh3_{name}", kernel, p.grid, p.block, p.make, note=f"{what} (shape {shape})",
-                tags=(f"ch{chapter:02d}", "fresh3") + tags,
-                check=lambda before, after: compare(p.want(before), after, p.rtol, p.atol, p.frac))
-
-def cases(scale: str = "gpu") -> list:
-    """One case per launch (``scale="small"``: the same launch rules at awkward sizes for the CPU engine)."""
-    return [case(name, s[3 if scale == "small" else 4]) for name, s in SPECS.items()]
-
+plan, case, cases = builders(SPECS, "fresh3")
 
 #: Cases of this round that were profiled (run 20261202T074500Z-bde18f) and scored against their frozen predictions,
 #: then taken out of the repository because they read like graded solutions (tests/test_spoilers.py: a learner reads

@@ -344,7 +344,7 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
                 o != lp and lp[0] <= o[0] and o[1] <= lp[1] for o in loops):
             # a loop's header line is traced once per entry into the loop, but its SASS (the loop control) runs
             # every trip: it executes as often as the loop's busiest line
-            header = next((lp for lp in loops if lp[0] == ln), None)
+            header = next((h for h in loops if h[0] == ln), None)
             if header is not None:
                 s = max([s] + [steps[m] for m in markers if header[0] < m <= header[1]])
             dyn += s * per_exec[key]
@@ -353,8 +353,8 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
             continue
         if ln in measured:
             u = measured[ln]
-        elif per_loop.get(inner(ln)):
-            u = float(np.median(per_loop[inner(ln)]))
+        elif per_loop.get(lp):
+            u = float(np.median(per_loop[lp]))
         else:
             u = fixed_unroll(ln)
         dyn += s * n / u

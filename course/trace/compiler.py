@@ -416,9 +416,7 @@ def sass_summary_of(sass: str) -> dict:
         per_line[where or "?"] = per_line.get(where or "?", 0) + 1
         ops[mm.group(2)] = ops.get(mm.group(2), 0) + 1
     wheres = [where for where, text in sass_lines(sass) if sass_flight.is_instruction(text)]
-    return {"instructions": n, "per_line": per_line, "ops": ops, "loads_in_flight": sass_flight.loads_in_flight(sass),
-            "per_execution": sass_flight.per_execution(sass, wheres),
-            "float_atomics": sass_flight.float_atomic_share(sass)}
+    return {"instructions": n, "per_line": per_line, "ops": ops, **sass_flight.facts(sass, wheres)}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -88,9 +88,18 @@ def in_flight(ins: list, first: int, last: int) -> int:
     return best
 
 
-def loads_in_flight(sass: str) -> Optional[int]:
-    """Loads a warp has in flight in the kernel's hot loop (see the module docstring); None without an ``LDG``."""
-    ins, labels = parse(sass)
+def facts(sass: str, wheres: list) -> dict:
+    """What the compiler's facts carry from this module, the listing parsed once: ``loads_in_flight``,
+    ``per_execution`` and ``float_atomics``."""
+    parsed = parse(sass)
+    return {"loads_in_flight": loads_in_flight(sass, parsed), "per_execution": per_execution(sass, wheres, parsed),
+            "float_atomics": float_atomic_share(sass, parsed)}
+
+
+def loads_in_flight(sass: str, parsed: Optional[tuple] = None) -> Optional[int]:
+    """Loads a warp has in flight in the kernel's hot loop (see the module docstring); None without an ``LDG``.
+    ``parsed``: :func:`parse`'s answer for ``sass``, when the caller has it."""
+    ins, labels = parsed or parse(sass)
     n_ldg = [0]
     for op, _ in ins:
         n_ldg.append(n_ldg[-1] + op.startswith("LDG"))
@@ -109,7 +118,7 @@ def is_instruction(text: str) -> bool:
     return bool(_INS.search(text))
 
 
-def per_execution(sass: str, wheres: list) -> dict:
+def per_execution(sass: str, wheres: list, parsed: Optional[tuple] = None) -> dict:
     """``{"file:line": SASS instructions per execution of the line}`` for the lines of an unrolled loop.
 
     A loop with a run-time trip count is compiled as a main loop holding ``u`` copies of its body and a remainder
@@ -123,7 +132,7 @@ def per_execution(sass: str, wheres: list) -> dict:
     """
     import math
 
-    ins, labels = parse(sass)
+    ins, labels = parsed or parse(sass)
     if len(wheres) != len(ins):
         return {}
     bodies = []
@@ -149,10 +158,10 @@ def per_execution(sass: str, wheres: list) -> dict:
     return out
 
 
-def float_atomic_share(sass: str) -> Optional[float]:
+def float_atomic_share(sass: str, parsed: Optional[tuple] = None) -> Optional[float]:
     """The share of global atomics (``ATOMG``/``REDG``/``RED``/``ATOM``) that are floating-point (``.F32``/``.F64``):
     one after another on one address, a float add takes about 1.8 ns on the H200, an integer one about 0.75 ns."""
-    ins, _ = parse(sass)
+    ins, _ = parsed or parse(sass)
     atoms = [op for op, _ in ins if op.startswith(("ATOMG", "REDG", "RED.", "ATOM."))]
     if not atoms:
         return None

@@ -6,8 +6,8 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on), ``fresh`` (``course.kernels.fresh``, tag ``fresh``: the second round of unseen kernels) or
-``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+never fitted on), ``fresh`` / ``fresh3`` (``course.kernels.fresh`` / ``fresh3``, tags ``fresh`` / ``fresh3``: the
+second and third rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
@@ -184,7 +184,7 @@ def time_case(case):
 
 def run_file():
     """The benchmark (file) of this run's own records (ceilings, overhead, meta): ``unseen_profiles`` for ``--set
-    solutions``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
+    solutions``, ``fresh`` or ``fresh3``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
     hides the chapters' profile run from the readers that take a benchmark's latest run (chapters' profile tables,
     the copy ceilings, the ledger's limiter claims)."""
     return "unseen_profiles" if H.args.set in ("solutions", "fresh", "fresh3") else "kernel_profiles"
