@@ -14,6 +14,9 @@ proves what each loop does comes from scripts/gpu/probe_sass.py (compiled for sm
   kernels, ``course.kernels.warps.warp_lock`` / ``last_warp_unsynced`` / ``last_warp_syncwarp``.)
 - ``atomic_floor``: one ``atomic.add`` to ``out[0]`` per block and nothing else: the cost of the atomics a
   one-atomic-per-block kernel adds, for any grid.
+- ``atomic_bins_i32`` / ``atomic_bins_f32`` / ``scatter_store``: one global atomic (or one plain store) per thread at
+  an index read from memory: how fast the L2 takes atomics (and scattered 4-byte stores) when the addresses of a warp
+  are spread over 1, 4 or 32 sectors and over few or many bins (``course.explain``'s atomic throughput ceiling).
 """
 
 from __future__ import annotations
@@ -126,6 +129,30 @@ def atomic_floor(out):
     """Thread 0 of every block adds 1 to out[0]: one same-address atomic per block, nothing else."""
     if cuda.threadIdx.x == 0:
         cuda.atomic.add(out, 0, float32(1))
+
+
+@cuda.jit
+def atomic_bins_i32(keys, bins):
+    """bins[keys[i]] += 1 (int32), one global atomic per thread."""
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        cuda.atomic.add(bins, keys[i], 1)
+
+
+@cuda.jit
+def atomic_bins_f32(keys, bins):
+    """bins[keys[i]] += 1.0 (float32), one global atomic per thread."""
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        cuda.atomic.add(bins, keys[i], float32(1))
+
+
+@cuda.jit
+def scatter_store(perm, x, out):
+    """out[perm[i]] = x[i]: one 4-byte store per thread at an index read from memory."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[perm[i]] = x[i]
 
 
 WANTS = 320  # live values a thread of many_registers keeps: more than the 255 registers a thread may have

@@ -21,6 +21,9 @@ Parts (each checked against NumPy before it is timed; a failing part is recorded
    8192³, elementwise bandwidth in fp32/fp16/bf16, the device-to-device copy; the PCIe link (nvidia-smi).
 7. ``probes_cuda_c``: ``__fadd_rn(__fmul_rn(a, b), c)`` against ``a * b + c`` (contracted to FFMA) and
    ``__dp4a`` throughput, through CuPy (NVRTC): time, and the SASS when ``cuobjdump`` is found.
+8. ``probes_atomic_rate``: one global atomic add per thread (int32 and float32) at indices whose warp spreads over 1, 4
+   or 32 sectors and over 1 to 2^24 bins, and one scattered 4-byte store per thread (inside and beyond the L2): the
+   L2's rate for each, the throughput ceiling ``course.explain`` needs besides the same-address chain.
 """
 
 from __future__ import annotations
@@ -640,8 +643,79 @@ def cuda_c():
              note="bitwise different where FFMA's single rounding differs from FMUL+FADD's two")
 
 
+# --- 8. the L2's atomic rate: spread over sectors and bins; scattered stores -------------------------------------
+
+
+def _per_warp(keys, item=4):
+    """Mean distinct addresses and distinct 32-byte sectors per warp of 32 consecutive threads."""
+    w = np.sort(keys[: keys.size // 32 * 32].reshape(-1, 32), axis=1)
+    addrs = 1 + (np.diff(w, axis=1) != 0).sum(axis=1)
+    sec = w * item // 32
+    sectors = 1 + (np.diff(sec, axis=1) != 0).sum(axis=1)
+    return float(addrs.mean()), float(sectors.mean())
+
+
+def atomic_rate():
+    """One atomic (or store) per thread: int32 / float32 adds at keys spread as named, scattered stores."""
+    from course.measure import bench
+
+    n = (1 << 24) if GPU else 4099
+    tpb = 256
+    g = -(-n // tpb)
+    i = np.arange(n, dtype=np.int64)
+
+    def queued(fn):
+        return float(np.median(bench.time_queued(fn, reps=H.reps, budget_ms=3.0))) if GPU else None
+
+    patterns = [("one_address", np.zeros(n, np.int32), 1),
+                ("warp_uniform", (i // 32).astype(np.int32), n // 32 + 1),
+                ("coalesced_unique", i.astype(np.int32), n),
+                ("sector_per_lane", (i * 8 % (8 * n)).astype(np.int32) if GPU else (i * 8).astype(np.int32), 8 * n)]
+    for b in (32, 256, 1024, 8192, 1 << 16, 1 << 20, 1 << 24):
+        patterns.append((f"random_{b}", RNG.integers(0, b, n, dtype=np.int32), b))
+    for kind, kernel, dtype in (("i32", P.atomic_bins_i32, np.int32), ("f32", P.atomic_bins_f32, np.float32)):
+        for name, keys, bins in patterns:
+            if kind == "f32" and name == "one_address":
+                continue  # 2^24 float ones on one address lose exactness; the float chain is probes_atomics'
+            if bins * 4 > (1 << 30):
+                continue
+            d_keys, d_bins = dev(keys), dev(np.zeros(bins, dtype))
+            kernel[g, tpb](d_keys, d_bins)
+            want = np.bincount(keys, minlength=bins).astype(dtype)
+            if not np.array_equal(host(d_bins), want):
+                raise AssertionError(f"atomic {kind} {name}: wrong bins")
+            ms = queued(lambda: kernel[g, tpb](d_keys, d_bins))
+            addrs, sectors = _per_warp(keys)
+            H.record("probes_atomic_rate", f"atomic_{kind}_{name}", ms, H.reps if GPU else 0, [n], kind, bins=bins,
+                     threads_per_block=tpb, blocks=g, addresses_per_warp=addrs, sectors_per_warp=sectors,
+                     bins_bytes=bins * 4, per_s=(n / (ms * 1e-3)) if ms else None,
+                     sectors_per_s=(n / 32 * sectors / (ms * 1e-3)) if ms else None,
+                     timer="course.measure.bench.time_queued (calls queued behind a sleeping kernel)")
+            if GPU:
+                log(f"atomic {kind} {name:18s}: {ms:8.4f} ms, {n / ms / 1e6:7.2f} G/s, "
+                    f"{addrs:5.1f} addresses / {sectors:5.1f} sectors per warp")
+    for m in ((1 << 22, 1 << 24, 1 << 26) if GPU else (4099,)):
+        g2 = -(-m // tpb)
+        x = RNG.integers(-50, 51, m, dtype=np.int8).astype(np.float32)
+        for name, perm in (("identity", np.arange(m, dtype=np.int32)), ("random", RNG.permutation(m).astype(np.int32))):
+            d_perm, d_x, d_out = dev(perm), dev(x), dev(np.zeros(m, np.float32))
+            P.scatter_store[g2, tpb](d_perm, d_x, d_out)
+            want = np.zeros(m, np.float32)
+            want[perm] = x
+            if not np.array_equal(host(d_out), want):
+                raise AssertionError(f"scatter {name} {m}: wrong")
+            ms = queued(lambda: P.scatter_store[g2, tpb](d_perm, d_x, d_out))
+            H.record("probes_atomic_rate", f"scatter_{name}_{m}", ms, H.reps if GPU else 0, [m], "float32",
+                     threads_per_block=tpb, blocks=g2, footprint_bytes=12 * m,
+                     per_s=(m / (ms * 1e-3)) if ms else None,
+                     timer="course.measure.bench.time_queued (calls queued behind a sleeping kernel)")
+            if GPU:
+                log(f"scatter {name:8s} {m:>9d}: {ms:8.4f} ms, {m / ms / 1e6:7.2f} G stores/s")
+
+
 PARTS = (("latency", latency), ("smem", smem), ("local", local), ("regcap", regcap), ("scheduling", scheduling),
-         ("atomics", atomics), ("memcheck", memcheck), ("littles_law", littles_law), ("libraries", libraries), ("cuda_c", cuda_c))
+         ("atomics", atomics), ("memcheck", memcheck), ("littles_law", littles_law), ("libraries", libraries), ("cuda_c", cuda_c),
+         ("atomic_rate", atomic_rate))
 only = os.environ.get("PROBES_ONLY")
 for part, fn in PARTS:
     if only and part not in only.split(","):
