@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import course
+from numba import cuda
 from course import engine
 from course.kernels import basics
 from course.measure import explain as X
@@ -255,3 +256,87 @@ def test_the_stated_error_is_the_latest_blind_rounds():
     u = DATA[latest]
     assert f"on {u['n']} kernels it had never seen" in text and f"{u['median_error']:.2f}×" in text
     assert f"{u['within_2x']:.0%} within 2×" in text and f"limiter {u['limiter_agree']:.0%}" in text
+
+
+@cuda.jit
+def _bins_random(keys, bins):
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        cuda.atomic.add(bins, keys[i], 1)
+
+
+def test_scattered_atomics_are_told_from_coalesced_ones():
+    """A warp's atomics on random bins are scattered (their lanes on many sectors), on consecutive bins they are
+    not."""
+    rng = np.random.default_rng(5)
+    n = 4096
+    bins = np.zeros(1024, np.int32)
+    for keys, scattered in ((rng.integers(0, 1024, n).astype(np.int32), True),
+                            (np.arange(n, dtype=np.int32) % 1024, False)):
+        c, _ = X.count(_bins_random, (n // 256,), (256,), (keys, bins.copy()), sample=4, loop_cap=4)
+        assert c.atomics == n / 32 and c.atomic_lanes == 32
+        assert c.atomic_scattered == (n if scattered else 0), (scattered, c.atomic_scattered)
+        assert c.atomic_target_bytes == (bins.nbytes if scattered else 0)
+
+
+def test_the_atomic_throughput_ceiling_is_the_probes_rate_for_the_arrays_size():
+    """The rates are the H200 probe's records (data/measurements/probes_atomic_rate.json), read here from the
+    records, not from the constants: at a probed size the ceiling is lanes over that record's rate, and between two
+    probed sizes the rate lies between theirs."""
+    recs = [r for r in json.loads((X.ROOT / "data/measurements/probes_atomic_rate.json").read_text())
+            if "_random_" in r["variant"] and r.get("bins_bytes")]
+    at = {}
+    for r in recs:
+        at.setdefault(r["bins_bytes"], []).append(r["per_s"])
+    c = X.Counts(blocks=1, sampled=1, threads_per_block=256, atomic_scattered=2 ** 24)
+    for nbytes, rates in at.items():
+        c.atomic_target_bytes = nbytes
+        assert X.atomic_throughput_s(c) == pytest.approx(2 ** 24 / float(np.sqrt(rates[0] * rates[1])), rel=0.01)
+    lo, hi = sorted(at)[2:4]
+    c.atomic_target_bytes = (lo * hi) ** 0.5
+    r = 2 ** 24 / X.atomic_throughput_s(c)
+    assert min(np.mean(at[lo]), np.mean(at[hi])) * 0.95 < r < max(np.mean(at[lo]), np.mean(at[hi])) * 1.05
+    c.atomic_scattered = 0
+    assert X.atomic_throughput_s(c) == 0.0
+
+
+@cuda.jit
+def _scatter(perm, x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[perm[i]] = x[i]
+
+
+@cuda.jit
+def _columns(a, out):
+    c, r = cuda.grid(2)
+    if r < a.shape[0] and c < a.shape[1]:
+        out[c, r] = a[r, c]
+
+
+def test_a_random_scatter_leaves_sectors_partly_written_a_transpose_does_not():
+    """A warp of either writes 32 sectors 4 bytes each; the transpose's block (32 × 8) fills each of them across its
+    8 warps, the scatter's sectors stay partly written (and the scatter's target is the array it names)."""
+    rng = np.random.default_rng(6)
+    n = 1 << 16
+    c, _ = X.count(_scatter, (n // 256,), (256,), (rng.permutation(n).astype(np.int32), np.ones(n, np.float32),
+                                                    np.zeros(n, np.float32)), sample=4, loop_cap=4)
+    assert c.lone_partial_stores > 0.9 and c.store_target_bytes == 4 * n
+    a = np.ones((256, 256), np.float32)
+    c, _ = X.count(_columns, (8, 32), (32, 8), (a, np.zeros_like(a)), sample=4, loop_cap=4)
+    assert c.partial_stores == 1.0 and c.lone_partial_stores == 0.0 and c.store_target_bytes == 0
+
+
+@cuda.jit
+def _bump_first_field(a):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        a[i, 0] = a[i, 0] + 1
+
+
+def test_a_record_updated_in_place_is_not_a_scatter():
+    """One 4-byte field of each 16-byte record: every store sector is partly written, but the block read it first
+    (the L2 holds the line: no read-modify-write from HBM)."""
+    a = np.zeros((1 << 14, 4), np.float32)
+    c, _ = X.count(_bump_first_field, (64,), (256,), (a,), sample=4, loop_cap=4)
+    assert c.partial_stores == 1.0 and c.lone_partial_stores == 0.0

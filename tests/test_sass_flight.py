@@ -86,3 +86,53 @@ def test_float_atomic_share():
     assert F.float_atomic_share(_listing(UNROLLED)) == 1.0
     assert F.float_atomic_share(_listing(CHASE)) == 0.0
     assert F.float_atomic_share(_listing([(None, 1, "EXIT")])) is None
+
+
+# an outer loop (line 4) around an inner loop (line 5) the compiler unrolled 4x with no remainder loop beside it:
+# per copy LDS, 2 FFMA, 2 FMUL, FADD (6), then the inner loop's control IADD3, ISETP, BRA (3) -> 27 instructions;
+# then the kernel's EXIT and a slow-path subroutine nvdisasm lists after it with no line marker (so under line 6)
+NESTED = ([(None, 3, "MOV R2, RZ"), (".L_x_1", 4, "IADD3 R3, R3, 0x1, RZ")]
+          + [(".L_x_2" if c == 0 and k == 0 else None, 5, op) for c in range(4)
+             for k, op in enumerate(("LDS R6, [R7]", "FFMA R9, R6, R6, R9", "FFMA R10, R6, R9, R10",
+                                     "FMUL R11, R9, R10", "FMUL R12, R11, R11", "FADD R13, R12, R13"))]
+          + [(None, 5, "IADD3 R7, R7, 0x10, RZ"), (None, 5, "ISETP.NE.AND P0, PT, R7, R8, PT"),
+             (None, 5, "@P0 BRA `(.L_x_2)"),
+             (None, 4, "ISETP.NE.AND P1, PT, R3, R4, PT"), (None, 4, "@P1 BRA `(.L_x_1)"),
+             (None, 6, "EXIT"),
+             ("$__internal_0_$__cuda_sm20_rcp_rn_f32_slowpath", None, "MUFU.RCP R9, R8"),
+             (None, None, "RET.REL.NODEC R8 `(k)")])
+
+
+def _wheres(ins):
+    wheres, w = [], None
+    for text in ins.splitlines():
+        if text.strip().startswith("//## File"):
+            w = "k.py:" + text.rsplit("line ", 1)[1]
+        elif F.is_instruction(text):
+            wheres.append(w)
+    return wheres
+
+
+def test_an_inner_loop_is_not_the_outer_loops_remainder_and_its_copies_are_read_from_its_body():
+    ins = _listing(NESTED)
+    # the inner loop: 24 of its 27 instructions are in (line, opcode) groups of 4 (LDS 4, FFMA 8, FMUL 8, FADD 4):
+    # 0.89 of the body repeats 4 times (8: only the 16 FFMA/FMUL) -> 4 copies, 27 / 4 per execution of line 5; the
+    # outer loop holds it and has no remainder beside it: not read (line 4 stays the caller's estimate)
+    assert F.per_execution(ins, _wheres(ins)) == {"k.py:5": 27 / 4}
+
+
+def test_repetition_needs_a_long_enough_body_that_repeats():
+    six = [("LDS", ""), ("FFMA", ""), ("FFMA", ""), ("FMUL", ""), ("FMUL", ""), ("FADD", "")]
+    assert F.repetition(six * 4 + [("BRA", "")], ["k.py:5"] * 25) == 4
+    assert F.repetition(six * 2 + [("BRA", "")], ["k.py:5"] * 13) == 1  # 13 instructions: too short to read
+    odd = [("LDS", ""), ("FFMA", ""), ("FMUL", "")] * 9  # 27: 9 of each, which neither 2, 4 nor 8 divides
+    assert F.repetition(odd, ["k.py:5"] * 27) == 1
+
+
+def test_placement_separates_straight_code_and_the_slow_path_subroutines():
+    ins = _listing(NESTED)
+    got = F.placement(F.parse(ins), _wheres(ins))
+    # straight: line 3's MOV and line 6's EXIT; the subroutine's MUFU and RET (listed under line 6) are cold;
+    # lines 4 and 5 are all inside loops
+    assert got == {"straight": {"k.py:3": 1, "k.py:6": 1}, "cold": {"k.py:6": 2}}
+    assert F.placement(F.parse(ins), _wheres(ins)[:-1]) == {}  # markers not matching the instructions: nothing read

@@ -8,17 +8,22 @@ that one unit were the only limit:
 
 =========  ==================================================================================================
 ``dram``   bytes that must come from (or go to) HBM over the measured copy bandwidth; nothing when the
-           launch's data fits in the L2 and stays there between launches (the "L2-resident" regime)
+           launch's data fits in the L2 and stays there between launches (the "L2-resident" regime); sectors
+           left partly written in an array beyond the L2 (a random scatter) go at the rate the H200 probe measured
 ``l2``     32-byte sectors between the SMs and the L2 (loads that miss L1, every store) over the L2's rate
 ``l1``     the L1/shared data path: one wavefront per cycle per SM — the 128-byte lines of every global
            request (an uncoalesced request needs many) plus every shared-memory wavefront
 ``shared`` the same path when shared-memory wavefronts (bank conflicts included) are most of it
 ``issue``  warp instructions over 4 schedulers × 132 SMs × the clock (one instruction per cycle each); the
            instructions are the SASS's per source line × the tracer's executions of the line, a line of an
-           unrolled loop counted per execution as the SASS's main and remainder loops say
-           (:func:`course.trace.sass_flight.per_execution`)
+           unrolled loop counted per execution as the SASS's main and remainder loops (or the copies its body
+           repeats) say (:func:`course.trace.sass_flight.per_execution`); instructions outside every SASS loop
+           run at most once per warp, and the slow-path subroutines not at all
+           (:func:`course.trace.sass_flight.placement`)
 ``atomics`` atomics on one address, one after another (a float add ~1.76 ns each, measured on the H200; an
-           integer add ~0.75 ns; the SASS says which a kernel makes)
+           integer add ~0.75 ns; the SASS says which a kernel makes), or scattered atomics (a warp's lanes on many
+           sectors: a random histogram) at the L2's rate for an array of that size (4.4 G/s on 128 bytes of bins,
+           12 G/s on 4 KB, 100 G/s on 4 MB: ``probes_atomic_rate``), whichever is longer
 ``latency`` global loads one after another per warp: too few in flight to cover the memory latency
            (Little's law with the warps an SM holds and the loads each has in flight — as many as the SASS
            issues before its first wait, :func:`course.trace.sass_flight.loads_in_flight`; the round trip is the
@@ -100,6 +105,14 @@ class Constants:
     # an integer add on one address: 0.75 ns, from two launches of about a million warp-aggregated int32 atomics each
     # (sol_count_positive 792.6 µs, fresh_ballot_count 794.3 µs; both predicted 2.4x slow at the float rate)
     atomic_int_same_address_s: float = 0.75e-9
+    # scattered atomics (lanes of a warp on many sectors) by the bytes of the array they update: lane atomics per second,
+    # int32 and float32 alike (geometric mean), probes_atomic_rate run 20261202T132453Z-8241f0 (2^24 random keys);
+    # coalesced atomics (a warp on one run of addresses) are L2 sectors and, on one address, the chain above
+    atomic_scatter_rates: tuple = ((128, 4.44e9), (1024, 5.58e9), (4096, 11.81e9), (32768, 37.93e9),
+                                   (262144, 78.78e9), (4194304, 99.65e9), (67108864, 31.19e9))
+    # partly written store sectors to an array beyond the L2 (a random scatter): HBM reads and writes whole lines, at
+    # 21.4 G sectors/s into 64 MB and 16.7 G/s into 256 MB (same run; inside the L2 it is l2_partial_sectors_per_s)
+    scatter_beyond_rates: tuple = ((67108864, 21.38e9), (268435456, 16.67e9))
     launch_floor_s: float = 2.0e-6  # an empty kernel, queued: ~1.3 µs; a small real one ~2–3 µs
     overlap: float = 0.3  # fitted: the share of the second ceiling that adds to the first
     l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
@@ -156,6 +169,10 @@ class Counts:
     float_atomics: Optional[float] = None  # share of the global atomics that are floating-point (SASS)
     partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
     atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
+    atomic_scattered: float = 0.0  # atomic lanes whose warp spreads them over many sectors (a random histogram)
+    atomic_target_bytes: float = 0.0  # bytes of the array those atomics go to
+    store_target_bytes: float = 0.0  # bytes of the array partly written stores go to
+    lone_partial_stores: float = 0.0  # share of store sectors the whole block leaves partly written (a scatter)
     barriers: float = 0.0  # syncthreads a block passes (the whole launch's, per block)
     load_footprint: float = 0.0  # bytes of the arrays the loads touch
     loops: list = field(default_factory=list)
@@ -232,34 +249,65 @@ def _argtypes(args):
     return tuple(typeof(a) for a in args)
 
 
-def _lines_and_reuse(report) -> tuple:
+def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
     """From the detail block: 128-byte lines per global sector, the share of load sectors the block reads again
-    (L1 hits), the independent loads a warp has in flight (distinct load sites), and the share of store sectors
-    only partly written."""
+    (L1 hits), the independent loads a warp has in flight (distinct load sites), the share of store sectors
+    only partly written, active lanes per atomic, and (in ``targets``, when given):
+
+    - ``scattered``: the share of atomic lanes whose warp spreads them over more than twice the sectors they would
+      fill side by side (a random histogram's), and ``atomic_arrays``, the arrays they update;
+    - ``lone_partial``: the share of store sectors the whole block leaves partly written and never reads (a random
+      scatter's; a transpose's column writes fill their sectors across the block's warps, and a record updated in
+      place was read first), stores of lines outside every loop only (``loops``: ``(first, last)`` lines; the
+      detail pass cuts loops to two trips, so a record a thread fills over many trips would look partly written),
+      and ``partial_arrays``.
+
+    (A random *gather* from beyond the L2 is not told apart: from one block, a warp's lanes on 32 sectors look the
+    same whether the sectors' neighbours are read by no one, as in a random gather, or by later blocks, as in a
+    column walk; charging HBM's 64-byte access for them mended the first and broke the second.)"""
     accesses = report.warp_accesses(report.detail_blocks[0]) if report.detail_blocks else []
     sectors = lines = ld_sectors = st_sectors = st_partial = 0
-    atom_lanes = atom_n = 0
+    atom_lanes = atom_n = scattered_lanes = 0
+    atom_arrays: set = set()
     seen: set = set()
+    written: dict = {}  # (array, sector) -> bytes the block's stores write into it
+    loaded: set = set()
+    store_sectors: list = []
     sites_per_warp: dict = {}
     for w in accesses:
         if w.space != "global":  # a shared atomic stays in its block's SM: no same-address chain across the device
             continue
-        if w.op == "atomic":
-            atom_lanes += w.active
-            atom_n += 1
         per_sector: dict = {}
         for la in w.lanes:
             if la is not None:
                 per_sector[la.addr // 32] = per_sector.get(la.addr // 32, 0) + w.size
+        spread = len(per_sector) > 2 * math.ceil(w.active * w.size / 32)
+        if w.op == "atomic":
+            atom_lanes += w.active
+            atom_n += 1
+            if spread:
+                scattered_lanes += w.active
+                atom_arrays.add(w.array)
         sectors += len(per_sector)
         lines += len({sec // 4 for sec in per_sector})
         if w.op == "load":
             ld_sectors += len(per_sector)
+            loaded |= {(w.array, sec) for sec in per_sector}
             seen |= {(w.array, sec) for sec in per_sector}
             sites_per_warp.setdefault(w.warp, set()).add((w.line, w.array))
         elif w.op == "store":
             st_sectors += len(per_sector)
             st_partial += sum(1 for b in per_sector.values() if b < 32)
+            in_loop = any(a <= w.line <= b for a, b in loops)
+            for sec, b in per_sector.items():
+                written[(w.array, sec)] = written.get((w.array, sec), 0) + b
+                store_sectors.append((w.array, sec, in_loop))
+    if targets is not None:
+        left = [(a, sec) for a, sec, in_loop in store_sectors
+                if not in_loop and written[(a, sec)] < 32 and (a, sec) not in loaded]
+        targets.update(scattered=scattered_lanes / atom_lanes if atom_lanes else 0.0, atomic_arrays=atom_arrays,
+                       lone_partial=len(left) / st_sectors if st_sectors else 0.0,
+                       partial_arrays={a for a, _ in left})
     ratio = lines / sectors if sectors else 0.25
     hit = 1.0 - len(seen) / ld_sectors if ld_sectors else 0.0
     ilp = float(np.median([len(x) for x in sites_per_warp.values()])) if sites_per_warp else 1.0
@@ -329,9 +377,14 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
         per_loop.setdefault(inner(ln), []).append(u)
     # a line of an unrolled loop, per execution, as the SASS's main and remainder loops say (sass_flight)
     per_exec = sass.get("per_execution") or {}
+    # a line's instructions outside every SASS loop run at most once per warp (a loop unrolled whole is straight
+    # code), and those of the slow-path subroutines (IEEE division's special cases) do not run: sass_flight.placement
+    straight_of = sass.get("straight")
+    cold_of = sass.get("cold") or {}
     dyn = static_kernel = dyn_kernel = 0.0
     other = 0
     for ln, key, n, s in rows:
+        n -= cold_of.get(key, 0)
         if ln is None:
             other += n
             continue
@@ -339,6 +392,15 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
             dyn += n * warps  # the prologue: once per warp
             continue
         lp = inner(ln)
+        n_straight = min(n, straight_of.get(key, 0)) if straight_of is not None else 0
+        n_loop = n - n_straight
+        # straight instructions: once per warp that runs the line, however many trips its source loops run
+        once = n_straight * min(s / fixed_unroll(ln), warps) if n_straight else 0.0
+        dyn += once
+        static_kernel += n_straight
+        dyn_kernel += once
+        if not n_loop:
+            continue
         # read only in an innermost loop of run-time trips (a fixed-trip loop is unrolled whole: fixed_unroll's)
         if key in per_exec and lp is not None and lp[2] is None and not any(
                 o != lp and lp[0] <= o[0] and o[1] <= lp[1] for o in loops):
@@ -348,7 +410,7 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
             if header is not None:
                 s = max([s] + [steps[m] for m in markers if header[0] < m <= header[1]])
             dyn += s * per_exec[key]
-            static_kernel += n
+            static_kernel += n_loop
             dyn_kernel += s * per_exec[key]
             continue
         if ln in measured:
@@ -357,9 +419,9 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
             u = float(np.median(per_loop[lp]))
         else:
             u = fixed_unroll(ln)
-        dyn += s * n / u
-        static_kernel += n
-        dyn_kernel += s * n / u
+        dyn += s * n_loop / u
+        static_kernel += n_loop
+        dyn_kernel += s * n_loop / u
     if static_kernel and other:
         dyn += other * dyn_kernel / static_kernel
     return dyn
@@ -445,7 +507,17 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
               "shared_requests", "atomics", "steps"):
         setattr(c, k, getattr(c, k) * scale)
     c.barriers /= sampled  # per block
-    ratio, c.l1_hit, c.ilp, c.partial_stores, c.atomic_lanes = _lines_and_reuse(detail)
+    targets: dict = {}
+    ratio, c.l1_hit, c.ilp, c.partial_stores, c.atomic_lanes = _lines_and_reuse(
+        detail, targets, loops=[(first, last) for first, last, _ in structure])
+    # the arrays by parameter name: how large the region is that scattered atomics and partial stores go to
+    sizes = {n: a.nbytes for n, a in zip(fn.__code__.co_varnames[:fn.__code__.co_argcount], args)
+             if isinstance(a, np.ndarray)}
+    largest = max(sizes.values(), default=0)
+    c.atomic_scattered = c.atomics * c.atomic_lanes * targets.get("scattered", 0.0)
+    c.atomic_target_bytes = float(max((sizes.get(a, largest) for a in targets.get("atomic_arrays", ())), default=0))
+    c.store_target_bytes = float(max((sizes.get(a, largest) for a in targets.get("partial_arrays", ())), default=0))
+    c.lone_partial_stores = targets.get("lone_partial", 0.0)
     c.lines = (c.gld_sectors + c.gst_sectors) * ratio
     c.loops = [list(x) for x in structure]
     c.footprint = _footprint(scaled, args, scale)
@@ -490,6 +562,10 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # read_strided: lts__t_sectors minus the L1's sectors over the DRAM sectors, in the profile run)
     l2_sectors = l2_loads + full_st + c.atomics + k.l2_fill_share * c.dram_bytes / 32
     out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
+    lone_st = c.gst_sectors * c.lone_partial_stores
+    if lone_st and c.store_target_bytes > k.l2_resident_bytes:
+        # sectors left partly written in an array beyond the L2: HBM reads and writes the lines around them
+        out["dram"] += lone_st / rate_at(k.scatter_beyond_rates, c.store_target_bytes)
     l1_wf = c.lines + c.shared_wavefronts
     t_l1 = l1_wf / (k.sms * k.clock_hz * k.l1_wavefronts_per_cycle)
     out["shared" if c.shared_wavefronts > c.lines else "l1"] = t_l1
@@ -499,7 +575,8 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
     out["issue"] = wi / (k.sms * k.schedulers * k.clock_hz * k.issue_efficiency)
     share = 1.0 if c.float_atomics is None else c.float_atomics  # without the SASS: the float rate, the slower
-    out["atomics"] = c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s)
+    out["atomics"] = max(c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s),
+                         atomic_throughput_s(c, k))
     # latency: each wave of resident blocks waits for its loads one round trip after another
     waves = c.blocks / (blocks_per_sm * k.sms)
     warps = c.blocks * wpb
@@ -517,6 +594,21 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     out["latency"] = max(1.0, waves) * chain if c.gld_requests else 0.0
     out["launch"] = k.launch_floor_s
     return out
+
+
+def rate_at(table, nbytes: float) -> float:
+    """A measured rate at ``nbytes``, interpolated in log-log between the table's (bytes, rate) points, held flat
+    beyond its ends."""
+    xs = [math.log(b) for b, _ in table]
+    ys = [math.log(r) for _, r in table]
+    return float(math.exp(np.interp(math.log(max(nbytes, 1.0)), xs, ys)))
+
+
+def atomic_throughput_s(c: Counts, k: Constants = H200) -> float:
+    """The L2's time for the launch's scattered atomics at the rate the probe measured for an array of that size."""
+    if not c.atomic_scattered:
+        return 0.0
+    return c.atomic_scattered / rate_at(k.atomic_scatter_rates, c.atomic_target_bytes)
 
 
 def combine(ceil: dict, k: Constants = H200) -> float:
@@ -565,6 +657,7 @@ def stated_error() -> str:
     return _FITTED["error"]
 
 
+L2_BYTES = 50e6  # the H200's L2 (50 MB): the most that can stay resident between launches
 BUSY = 0.6  # a unit at this share of its peak is the limiter (Nsight Compute's rule of thumb; explain_check's too)
 LAUNCH_BOUND_S = 4e-6  # a launch this short with no busy unit is "launch"
 

@@ -15,7 +15,8 @@ Compute finds** is the busiest of DRAM, L2, L1/shared (``shared`` when shared-me
 L1's data-path wavefronts) and the SM's issue (``issue``), as % of peak; ``latency`` when none reaches 60 %.
 Two refinements, stated because they go beyond the counters: a case whose same-address atomics, at the H200's
 measured 1.76 ns each (a float add; 0.75 ns an integer one), account for at least 60 % of its time is ``atomics`` (no throughput counter sees a
-serialised atomic), and a case under 4 µs with no unit at 60 % is ``launch``.  The predicted limiter is named by
+serialised atomic; the same holds for scattered atomics, a random histogram's, at the rate the H200 probe measured for an
+array of that size, ``probes_atomic_rate``), and a case under 4 µs with no unit at 60 % is ``launch``.  The predicted limiter is named by
 the same rule from the predicted utilisations (:func:`course.measure.explain.limiter_of`), so that both sides
 answer the same question.
 
@@ -35,7 +36,9 @@ scored against those frozen predictions, never against a later model:
   not read the model, after round 1 had been scored and the model changed on it,
   ``data/explain_predictions_fresh.json``;
 - round 3, ``fresh3``: ``course.kernels.fresh3`` (tag ``fresh3``), written the same way after round 2 had been
-  scored and the model changed on it, ``data/explain_predictions_fresh3.json``.
+  scored and the model changed on it, ``data/explain_predictions_fresh3.json``;
+- round 4, ``fresh4``: ``course.kernels.fresh4`` (tag ``fresh4``), written the same way after round 3 had been
+  scored and the model changed on it, ``data/explain_predictions_fresh4.json``.
 
 A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
 page reports for it, and the next round is the blind one.
@@ -65,18 +68,19 @@ SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same n
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
 FRESH_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh.json"
 FRESH3_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh3.json"
+FRESH4_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh4.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
 ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
-          "fresh3": (FRESH3_PREDICTIONS, ("fresh3",))}
+          "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
-UNSEEN_TAGS = ("solution", "claim", "fresh", "fresh3")
+UNSEEN_TAGS = ("solution", "claim", "fresh", "fresh3", "fresh4")
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
-#: round 2 when round 3 was.
-FITTED_ROUNDS = ("unseen", "fresh")
+#: round 2 when round 3 was, round 3 when round 4 was.
+FITTED_ROUNDS = ("unseen", "fresh", "fresh3")
 
 
 def split_of(name: str) -> str:
@@ -100,7 +104,8 @@ def measured_limiter(rec: dict, counts: dict) -> str:
         units["shared"] = units.pop("l1")
     share = 1.0 if counts.get("float_atomics") is None else counts["float_atomics"]
     rate = share * X.H200.atomic_same_address_s + (1 - share) * X.H200.atomic_int_same_address_s
-    if counts.get("atomic_chain", 0) * rate * 1e3 >= X.BUSY * ms:
+    scattered = X.atomic_throughput_s(_counts(counts), X.H200) if counts.get("atomic_scattered") else 0.0
+    if max(counts.get("atomic_chain", 0) * rate, scattered) * 1e3 >= X.BUSY * ms:
         return "atomics"
     best = max(units, key=units.get)
     if units[best] >= 100 * X.BUSY:
@@ -125,6 +130,10 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
         from course.kernels import fresh3
 
         out += fresh3.cases(scale)
+    if which in ("fresh4", "all"):
+        from course.kernels import fresh4
+
+        out += fresh4.cases(scale)
     if which in ("solutions", "all"):
         # the judge layer's: the solutions are read from their notebooks by the grader's path (a declared door)
         from course.exercises import solution_cases
@@ -144,7 +153,8 @@ def retired(round_: str) -> dict:
     ``RETIRED``): their frozen predictions, counts and profiles stay, and so does their place in the round's score."""
     import importlib
 
-    module = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3"}.get(round_)
+    module = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
+              "fresh4": "course.kernels.fresh4"}.get(round_)
     return dict(getattr(importlib.import_module(module), "RETIRED", {})) if module else {}
 
 
@@ -241,6 +251,8 @@ def fit(counts: dict, records: dict, keep=None, rounds: int = 8) -> X.Constants:
                     v = min(1.0, max(0.0, v))
                 if name == "issue_efficiency":
                     v = min(1.0, v)
+                if name == "l2_resident_bytes":
+                    v = min(X.L2_BYTES, v)  # data larger than the L2 cannot stay in it
                 order = dict(l1_latency_s=k.l1_latency_s, l2_latency_s=k.l2_latency_s, latency_s=k.latency_s)
                 if name in order:
                     order[name] = v
@@ -334,9 +346,12 @@ def _tally(items) -> dict:
     return out
 
 
-def unseen_rows(counts: dict, records: dict, k: X.Constants, frozen: dict) -> list:
+def unseen_rows(counts: dict, records: dict, k: X.Constants, frozen: dict, frozen_counts: dict = None) -> list:
     """The unseen cases that have a profile record: measured against the frozen prediction where there is one
-    (``frozen_ms`` beside what ``k`` predicts now), else against ``k``'s."""
+    (``frozen_ms`` beside what ``k`` predicts now), else against ``k``'s.  A frozen case's measured limiter is named
+    by the rule as it stood when the case was frozen: the scattered-atomics rule only for cases whose frozen counts
+    have ``atomic_scattered`` (rounds frozen after it was added), so that a later rule does not move a published
+    round's score."""
     rows = rows_for({n: d for n, d in counts.items() if unseen(d)}, records, k)
     for r in rows:
         r["split"] = "unseen"
@@ -346,6 +361,9 @@ def unseen_rows(counts: dict, records: dict, k: X.Constants, frozen: dict) -> li
         r["preregistered"] = f is not None
         if f is not None:
             r["predicted_ms"], r["limiter"] = f["predicted_ms"], f["limiter"]
+            fc = (frozen_counts or {}).get(r["case"])
+            if fc is not None and "atomic_scattered" not in fc:
+                r["measured_limiter"] = measured_limiter(records[r["case"]], dict(counts[r["case"]], atomic_scattered=0))
     return rows
 
 
@@ -364,7 +382,7 @@ def build(counts: dict) -> dict:
         kc = fit(counts, records, keep=lambda n, ch=ch: chapter.get(n, ch) != ch, rounds=2)
         loco += [r for r in rows_for({r["case"]: counts[r["case"]] for r in rows if r["chapter"] == ch}, records, kc)]
     run = next(r for n, r in records.items() if n in counts)
-    unseen_ = unseen_rows(everything, records, k, frozen.get("cases", {}))
+    unseen_ = unseen_rows(everything, records, k, frozen.get("cases", {}), frozen.get("counts", {}))
     return {
         "what": "course.explain's prediction of every profiled launch vs the H200's measured time (launches queued); "
                 "see course/measure/explain_check.py for the split and the limiter rules",
@@ -394,6 +412,8 @@ ROUND_TEXT = {
     "fresh": "round 2: `course/kernels/fresh.py`, kernels written for this test without looking at the model, after "
              "round 1 had been scored",
     "fresh3": "round 3: `course/kernels/fresh3.py`, written the same way after round 2 had been scored and the model "
+              "changed on it",
+    "fresh4": "round 4: `course/kernels/fresh4.py`, written the same way after round 3 had been scored and the model "
               "changed on it",
 }
 
@@ -442,10 +462,10 @@ def table(data: dict) -> str:
         mark = "" if r["limiter"] == r["measured_limiter"] else " ✗"
         label = r["split"].replace("_", " ")
         if r["split"] == "unseen":
-            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen", "fresh3": "round 3, frozen"}.get(
-                r.get("round"), "unseen")
+            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen", "fresh3": "round 3, frozen",
+                     "fresh4": "round 4, frozen"}.get(r.get("round"), "unseen")
         elif r.get("round"):
-            label += {"unseen": " (round 1)", "fresh": " (round 2)"}.get(r["round"], "")
+            label += {"unseen": " (round 1)", "fresh": " (round 2)", "fresh3": " (round 3)"}.get(r["round"], "")
         out.append(f"| `{r['case']}` | {label} | {r['ms'] * 1e3:.1f} | "
                    f"{r['predicted_ms'] * 1e3:.1f} | {e:.2f} | {r['limiter']}{mark} | {r['measured_limiter']} | "
                    + (f"{r['instructions_ratio']:.2f} |" if r.get("instructions_ratio") else "— |"))

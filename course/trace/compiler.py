@@ -51,7 +51,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 FACTS_FILE = ROOT / "data" / "compiler_facts.json"
 CC = (9, 0)  # the H200's compute capability: the machine the course validates against
 TIMEOUT_S = 240  # one child compiles a handful of kernels; ptxas on a fully unrolled loop takes ~1 s
-FORMAT = 4  # 2: the facts carry loads_in_flight; 3/4: per_execution and float_atomics (course.trace.sass_flight)
+FORMAT = 5  # 2: the facts carry loads_in_flight; 3/4: per_execution and float_atomics; 5: straight and cold (course.trace.sass_flight)
 
 #: A memory instruction in SASS (``nvdisasm`` / ``inspect_sass`` text): group 1 the predicate (``@P0 ``, if any),
 #: group 2 the mnemonic with its modifiers (``LDS.128``, ``STG.E.U8``).  scripts/gpu/validate_tracer.py uses it too.

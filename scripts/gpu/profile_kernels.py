@@ -6,7 +6,7 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on), ``fresh`` / ``fresh3`` (``course.kernels.fresh`` / ``fresh3``, tags ``fresh`` / ``fresh3``: the
+never fitted on), ``fresh`` / ``fresh3`` / ``fresh4`` (``course.kernels.fresh`` / ``fresh3`` / ``fresh4``, tags ``fresh`` / ``fresh3`` / ``fresh4``: the
 second and third rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
@@ -85,9 +85,9 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "all"),
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "all"),
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
-                         "fresh / fresh3: course.kernels.fresh / fresh3 (unseen, rounds 2 and 3); all: every set")
+                         "fresh / fresh3 / fresh4: course.kernels.fresh / fresh3 / fresh4 (unseen, rounds 2-4); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
 
 
@@ -187,7 +187,7 @@ def run_file():
     solutions``, ``fresh`` or ``fresh3``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
     hides the chapters' profile run from the readers that take a benchmark's latest run (chapters' profile tables,
     the copy ceilings, the ledger's limiter claims)."""
-    return "unseen_profiles" if H.args.set in ("solutions", "fresh", "fresh3") else "kernel_profiles"
+    return "unseen_profiles" if H.args.set in ("solutions", "fresh", "fresh3", "fresh4") else "kernel_profiles"
 
 
 def case_file(case):
