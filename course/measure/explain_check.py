@@ -448,12 +448,13 @@ def table(data: dict) -> str:
            "",
            "Goal (issue 24) on held-out kernels: median ≤ 1.25×, ≥ 90 % within 2×, limiter right on ≥ 80 %.", "",
            "*instr ×*: the warp instructions counted on the CPU (SASS per source line × the tracer's line steps; a line of "
-           "an unrolled run-time loop per execution as the SASS's main and remainder loops say) over those Nsight Compute "
-           "counted (`sm__inst_executed.sum`): the issue ceiling's own error. Over 2 where the compiler unrolled a loop "
-           "whole, or vectorised it, in ways the per-line reading over-counts (`transpose_vec4_8192`, `transpose_wide_8192`, "
-           "`fresh3_sort16_local`, `fresh3_nbody_accel`, the register-tiled matmuls of the exercises) and on the barrier "
-           "loops `sync_loop_e0`; under 0.6 on the clamped stencils, the register-tiled matmuls of chapter 09 and "
-           "`mod_loop_e64`, not yet explained.", "",
+           "an unrolled run-time loop per execution as the SASS's main and remainder loops, or the copies its body repeats, "
+           "say; a line's instructions outside every SASS loop at most once per warp; slow-path subroutines not at all) "
+           "over those Nsight Compute counted (`sm__inst_executed.sum`): the issue ceiling's own error. Over 2 where the "
+           "compiler versioned a loop (`sync_loop_e0`: the `k % every` copy counted, the copy without it run), vectorised "
+           "it (`transpose_vec4_8192`, `transpose_wide_8192`), or on a local-memory chase (`chase_local_beyond_l2`); under "
+           "0.6 on the register-tiled matmuls, `mod_loop_e64` and the grid-stride `sol_scale_rows_fixed`, not yet "
+           "explained.", "",
            "| case | split | measured µs | predicted µs | × | limiter (predicted) | busiest unit (Nsight Compute) "
            "| instr × |",
            "| --- | --- | ---: | ---: | ---: | --- | --- | ---: |"]
