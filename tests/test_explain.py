@@ -197,7 +197,7 @@ def test_the_compiler_facts_are_looked_up_under_the_kernels_own_globals(monkeypa
 
     x = np.zeros(4096, np.float32)
     fn = engine.kernel_py_func(busy)
-    clean = compiler.describe(fn, X._argtypes((x, x, 8)))[0]
+    clean = compiler.describe(fn, X.argtypes_of((x, x, 8)))[0]
     seen = []
     real = compiler.summary
 

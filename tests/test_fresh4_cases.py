@@ -14,7 +14,7 @@ import course  # noqa: F401  (backend first)
 from course import engine
 from course.kernels import fresh as F2
 from course.kernels import fresh3 as F3
-from course.kernels import fresh4 as F
+from course.kernels import fresh4_plans as F
 from course.trace import compiler
 from numba import typeof
 

@@ -59,6 +59,7 @@ import numpy as np
 
 from course.measure import explain as X
 from course.measure import measurements
+from course.measure.sampling import LOOP_CAP
 
 OUT = X.VALIDATION
 DOC = X.ROOT / "docs" / "explain_validation.md"
@@ -131,7 +132,7 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
 
         out += fresh3.cases(scale)
     if which in ("fresh4", "all"):
-        from course.kernels import fresh4
+        from course.kernels import fresh4_plans as fresh4
 
         out += fresh4.cases(scale)
     if which in ("solutions", "all"):
@@ -154,7 +155,7 @@ def retired(round_: str) -> dict:
     import importlib
 
     module = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
-              "fresh4": "course.kernels.fresh4"}.get(round_)
+              "fresh4": "course.kernels.fresh4_plans"}.get(round_)
     return dict(getattr(importlib.import_module(module), "RETIRED", {})) if module else {}
 
 
@@ -181,7 +182,7 @@ def count_all(names=None, which: str = None) -> dict:
         fn = engine.kernel_py_func(c.kernel)
         sass = compiler.summary(fn, tuple(typeof(a) for a in args))
         counts, first = X.count(c.kernel, c.griddim, c.blockdim, args, dynshared=c.dynshared, copy=False,
-                                sample=SAMPLE, loop_cap=X.LOOP_CAP)
+                                sample=SAMPLE, loop_cap=LOOP_CAP)
         if sass and "error" not in sass:
             X.add_compiler_facts(counts, first, sass, c.dynshared)
         d = dataclasses.asdict(counts)
@@ -333,7 +334,7 @@ def predict_unseen(counts: dict, round_: str = "unseen") -> dict:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": _git("rev-parse", "HEAD"), "model_commit": _git("log", "-1", "--format=%H", "--", "course/measure/explain.py"),
         "constants_source": source, "constants": dataclasses.asdict(k),
-        "sample_blocks": SAMPLE, "loop_cap": X.LOOP_CAP,
+        "sample_blocks": SAMPLE, "loop_cap": LOOP_CAP,
         "limiters": dict(sorted(_tally(v["limiter"] for v in predictions(counts, k).values()).items())),
         "cases": predictions(counts, k), "counts": counts,
     }
@@ -387,7 +388,7 @@ def build(counts: dict) -> dict:
         "what": "course.explain's prediction of every profiled launch vs the H200's measured time (launches queued); "
                 "see course/measure/explain_check.py for the split and the limiter rules",
         "measured": {k2: run.get(k2) for k2 in ("run", "device", "driver", "numba_cuda", "date")},
-        "sample_blocks": X.MAX_SAMPLE if SAMPLE is None else SAMPLE, "loop_cap": X.LOOP_CAP,
+        "sample_blocks": X.MAX_SAMPLE if SAMPLE is None else SAMPLE, "loop_cap": LOOP_CAP,
         "constants": {f.name: getattr(k, f.name) for f in dataclasses.fields(k)},
         "fitted": list(FITTED),
         "rounds": list(ROUNDS),  # the unseen rounds, oldest first: the last with cases is the blind score stated
