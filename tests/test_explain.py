@@ -340,3 +340,11 @@ def test_a_record_updated_in_place_is_not_a_scatter():
     a = np.zeros((1 << 14, 4), np.float32)
     c, _ = X.count(_bump_first_field, (64,), (256,), (a,), sample=4, loop_cap=4)
     assert c.partial_stores == 1.0 and c.lone_partial_stores == 0.0
+
+
+def test_a_grid_of_fewer_blocks_than_sms_issues_on_those_sms_only():
+    """The same warp instructions on 8 blocks take 132 / 8 times as long to issue as on 132 or more blocks (only 8 SMs
+    have work); on 264 blocks no longer than on 132."""
+    base = dict(sampled=1, threads_per_block=1024, steps=1e6, warp_instructions=4e7, registers=32)
+    t = {b: X.ceilings(X.Counts(blocks=b, **base))["issue"] for b in (8, 132, 264)}
+    assert t[8] == pytest.approx(t[132] * 132 / 8) and t[264] == pytest.approx(t[132])

@@ -215,13 +215,16 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
         # sectors left partly written in an array beyond the L2: HBM reads and writes the lines around them
         out["dram"] += lone_st / rate_at(k.scatter_beyond_rates, c.store_target_bytes)
     l1_wf = c.lines + c.shared_wavefronts
-    t_l1 = l1_wf / (k.sms * k.clock_hz * k.l1_wavefronts_per_cycle)
+    # the SMs that have work: a grid of fewer blocks than SMs leaves the rest idle (round 4's 8-block Monte Carlo was
+    # predicted 20x fast with its instructions spread over all 132)
+    busy_sms = max(1, min(k.sms, c.blocks))
+    t_l1 = l1_wf / (busy_sms * k.clock_hz * k.l1_wavefronts_per_cycle)
     out["shared" if c.shared_wavefronts > c.lines else "l1"] = t_l1
     wi = c.warp_instructions if c.warp_instructions is not None else c.steps * k.instructions_per_step
     # a loop the compiler unrolled but the count could not see (no memory line in it) inflates the SASS estimate:
     # no course kernel issues more than ~36 warp instructions per traced line step (the naive matmul's loop)
     wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
-    out["issue"] = wi / (k.sms * k.schedulers * k.clock_hz * k.issue_efficiency)
+    out["issue"] = wi / (busy_sms * k.schedulers * k.clock_hz * k.issue_efficiency)
     share = 1.0 if c.float_atomics is None else c.float_atomics  # without the SASS: the float rate, the slower
     out["atomics"] = max(c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s),
                          atomic_throughput_s(c, k))
