@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 #: The seed of this run's random test data: fresh each run (a kernel right by luck does not pass for long),
 #: the same data again with ``COURSE_TEST_SEED=<seed>`` (a failing test prints it).
 SEED = int(os.environ.get("COURSE_TEST_SEED") or secrets.randbits(32))
-# `make test` runs two pytest-xdist workers, started after this file is read: they inherit the seed from here
+# `make test` runs pytest-xdist workers, started after this file is read: they inherit the seed from here
 os.environ["COURSE_TEST_SEED"] = str(SEED)
 
 
