@@ -4,22 +4,20 @@ keep the small launches' rule within the H200 byte limits (on the declared sizes
 three gpu-scale argument sets build in time, and every kernel compiles for the GPU (when ptxas is at hand)."""
 
 import re
-import time
 
 import numpy as np
 import pytest
 
 import course  # noqa: F401  (backend first)
+from fresh_rounds import (ARRAY_LIMIT, CASE_LIMIT, builds_in_time_and_as_declared, every_kernel_compiles_for_the_gpu,
+                          perturbed, run)
 from course import engine
 from course.kernels import fresh as F2
 from course.kernels import fresh3 as F
 from course.trace import compiler
-from numba import typeof
 
 SMALL = F.cases("small")
 GPU = F.cases("gpu")
-ARRAY_LIMIT = 1 << 30  # bytes: no array over 1 GiB
-CASE_LIMIT = 2 << 30  # bytes: a case's arrays together
 SPARSE = {"spmv_csr_thread", "spmv_csr_warp"}  # their nbytes are upper bounds (random row lengths)
 FEW_THREADS = {"nbody_accel"}  # a thread per body / per column: fewer threads than SMs × 256 on purpose
 TWO_D = [n for n, s in F.SPECS.items() if "2d" in s[6]]
@@ -35,21 +33,6 @@ AWKWARD = {"outer_product": [(17, 16), (1, 33), (1025, 512)], "copy_rows_warp": 
 
 def _short(c):
     return c.name[len("fresh3_"):]
-
-
-def _run(c, seed):
-    before = c.args(seed)
-    after = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in before)
-    engine.launch(c.kernel, c.griddim, c.blockdim, after, dynshared=c.dynshared)
-    return before, after
-
-
-def _perturbed(after, i, everywhere):
-    a = after[i].copy()
-    flat = a.reshape(-1)
-    at = slice(None) if everywhere else flat.size // 2
-    flat[at] = flat[at] ^ 1 if a.dtype.kind in "iu" else flat[at] + 1
-    return after[:i] + (a,) + after[i + 1:]
 
 
 def test_names_tags_and_counts():
@@ -71,7 +54,7 @@ def test_names_tags_and_counts():
 def test_each_small_case_is_right_and_its_check_can_fail(c):
     p = F.plan(_short(c), F.SPECS[_short(c)][3])
     for seed in (0, 1):
-        before, after = _run(c, seed)
+        before, after = run(c, seed)
         assert c.check(before, after) == "", (c.name, seed, c.check(before, after))
     # the declared bytes are the arrays' bytes (an upper bound for the sparse cases; the gpu-scale test trusts them)
     got = tuple(a.nbytes for a in before if isinstance(a, np.ndarray))
@@ -79,14 +62,14 @@ def test_each_small_case_is_right_and_its_check_can_fail(c):
     assert _short(c) in SPARSE or got == p.nbytes, c.name
     # a wrong element in each argument the check compares is named (every element where a fraction may be off)
     for i in p.want(before):
-        msg = c.check(before, _perturbed(after, i, p.frac > 0))
+        msg = c.check(before, perturbed(after, i, p.frac > 0))
         assert msg.startswith(f"argument {i}[") and "expected" in msg and "of" in msg, (c.name, i, msg)
 
 
 @pytest.mark.parametrize("name,shape", [(n, s) for n in AWKWARD for s in AWKWARD[n]])
 def test_the_2d_kernels_at_awkward_shapes(name, shape):
     c = F.case(name, shape)
-    before, after = _run(c, 3)
+    before, after = run(c, 3)
     assert c.check(before, after) == "", (name, shape, c.check(before, after))
 
 
@@ -113,27 +96,10 @@ def test_the_gpu_launch_keeps_the_rule_within_the_limits(name):
 
 @pytest.mark.parametrize("name", ["rgb_to_gray", "collatz_steps", "matmul_row_strip"])
 def test_three_gpu_argument_sets_build_in_time_and_as_declared(name):
-    p = F.plan(name, F.SPECS[name][4])
-    t = time.perf_counter()
-    args = p.make(np.random.default_rng(0))
-    assert time.perf_counter() - t < 3.0, name
-    assert tuple(a.nbytes for a in args if isinstance(a, np.ndarray)) == p.nbytes, name
+    builds_in_time_and_as_declared(F.plan(name, F.SPECS[name][4]), name)
 
 
 @pytest.mark.skipif(compiler.toolchain() is None, reason="ptxas/nvdisasm not installed (make toolkit)")
 def test_every_kernel_compiles_for_the_gpu():
     """What ptxas makes of each kernel (registers): looked up where known, the rest compiled in one child process."""
-    described = {}
-    for c in SMALL:
-        fn = engine.kernel_py_func(c.kernel)
-        types = tuple(typeof(a) for a in c.args(0))
-        described[c.name] = (fn, types, compiler.describe(fn, types))
-    missing = {k: spec for _, _, (k, spec) in described.values() if compiler.lookup(k) is None}
-    compiled = compiler.compile_facts(missing) if missing else {}
-    for name, (fn, types, (key, spec)) in described.items():
-        if key in compiled:
-            f = compiled[key]
-            s = f if "error" in f else f.get("sass")
-        else:
-            s = compiler.summary(fn, types, described=(key, spec))
-        assert isinstance(s, dict) and "error" not in s and "registers" in s, (name, s)
+    every_kernel_compiles_for_the_gpu(SMALL)

@@ -8,34 +8,17 @@ import numpy as np
 import pytest
 
 import course  # noqa: F401  (backend first)
-from course import engine
+from fresh_rounds import ARRAY_LIMIT, CASE_LIMIT, perturbed, run
 from course.kernels import fresh as F
 
 SMALL = F.cases("small")
 GPU = F.cases("gpu")
-ARRAY_LIMIT = 1 << 30  # bytes: no array over 1 GiB
-CASE_LIMIT = 2 << 30  # bytes: a case's arrays together
 TWO_D = [n for n, s in F.SPECS.items() if "2d" in s[6]]
 # 1025 × 512 for the kernels without barriers; the block-per-row and shared-tile kernels get 1025 rows of a narrower
 # matrix (or 40 rows of 1025 columns for the softmax, one block per row), so that the file stays fast on one core
 AWKWARD = {"copy_2d_odd": [(17, 16), (1, 33), (1025, 512)], "vertical_3pt": [(17, 16), (1, 33), (1025, 512)],
            "cross_5pt_shared": [(17, 16), (1, 33), (1025, 40)], "transpose_rect": [(17, 16), (1, 33), (1025, 40)],
            "softmax_rows": [(17, 16), (1, 33), (40, 1025)]}
-
-
-def _run(c, seed):
-    before = c.args(seed)
-    after = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in before)
-    engine.launch(c.kernel, c.griddim, c.blockdim, after, dynshared=c.dynshared)
-    return before, after
-
-
-def _perturbed(after, i):
-    a = after[i].copy()
-    flat = a.reshape(-1)
-    k = flat.size // 2
-    flat[k] = flat[k] ^ 1 if a.dtype.kind in "iu" else flat[k] + 1
-    return after[:i] + (a,) + after[i + 1:]
 
 
 def test_names_tags_and_counts():
@@ -54,20 +37,20 @@ def test_names_tags_and_counts():
 def test_each_small_case_is_right_and_its_check_can_fail(c):
     p = F.plan(c.name[len("fresh_"):], F.SPECS[c.name[len("fresh_"):]][3])
     for seed in (0, 1):
-        before, after = _run(c, seed)
+        before, after = run(c, seed)
         assert c.check(before, after) == "", (c.name, seed, c.check(before, after))
     # the declared bytes are the arrays' bytes (the gpu-scale test trusts them)
     assert tuple(a.nbytes for a in before if isinstance(a, np.ndarray)) == p.nbytes, c.name
     # a wrong element in each argument the check compares is named
     for i in p.want(before):
-        msg = c.check(before, _perturbed(after, i))
+        msg = c.check(before, perturbed(after, i))
         assert msg.startswith(f"argument {i}[") and "expected" in msg and "of" in msg, (c.name, i, msg)
 
 
 @pytest.mark.parametrize("name,shape", [(n, s) for n in AWKWARD for s in AWKWARD[n]])
 def test_the_2d_kernels_at_awkward_shapes(name, shape):
     c = F.case(name, shape)
-    before, after = _run(c, 3)
+    before, after = run(c, 3)
     assert c.check(before, after) == "", (name, shape)
 
 

@@ -225,9 +225,7 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # no course kernel issues more than ~36 warp instructions per traced line step (the naive matmul's loop)
     wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
     out["issue"] = wi / (busy_sms * k.schedulers * k.clock_hz * k.issue_efficiency)
-    share = 1.0 if c.float_atomics is None else c.float_atomics  # without the SASS: the float rate, the slower
-    out["atomics"] = max(c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s),
-                         atomic_throughput_s(c, k))
+    out["atomics"] = atomics_s(c, k)
     # latency: each wave of resident blocks waits for its loads one round trip after another
     waves = c.blocks / (blocks_per_sm * k.sms)
     warps = c.blocks * wpb
@@ -260,6 +258,15 @@ def atomic_throughput_s(c: Counts, k: Constants = H200) -> float:
     if not c.atomic_scattered:
         return 0.0
     return c.atomic_scattered / rate_at(k.atomic_scatter_rates, c.atomic_target_bytes)
+
+
+def atomics_s(c: Counts, k: Constants = H200) -> float:
+    """The atomics ceiling: the longest same-address chain, one atomic after another at the float or the integer rate
+    (the SASS's share; without it the float rate, the slower), or the scattered atomics at the L2's rate
+    (:func:`atomic_throughput_s`), whichever is longer."""
+    share = 1.0 if c.float_atomics is None else c.float_atomics
+    chain = c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s)
+    return max(chain, atomic_throughput_s(c, k))
 
 
 def combine(ceil: dict, k: Constants = H200) -> float:

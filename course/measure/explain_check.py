@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import importlib
 import json
 import math
 import subprocess
@@ -77,7 +78,11 @@ ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDIC
           "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
-UNSEEN_TAGS = ("solution", "claim", "fresh", "fresh3", "fresh4")
+UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
+#: The module of each round of kernels written for the test: its ``cases(scale)`` and ``RETIRED`` (round 1's cases
+#: are the exercises' solutions and the claims' launches, :func:`case_set`'s ``solutions``).
+ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
+                 "fresh4": "course.kernels.fresh4_plans"}
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
 #: round 2 when round 3 was, round 3 when round 4 was.
@@ -103,10 +108,8 @@ def measured_limiter(rec: dict, counts: dict) -> str:
     shared_wf = n.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 0) or 0
     if wf and shared_wf / wf > 0.5:
         units["shared"] = units.pop("l1")
-    share = 1.0 if counts.get("float_atomics") is None else counts["float_atomics"]
-    rate = share * X.H200.atomic_same_address_s + (1 - share) * X.H200.atomic_int_same_address_s
-    scattered = X.atomic_throughput_s(_counts(counts), X.H200) if counts.get("atomic_scattered") else 0.0
-    if max(counts.get("atomic_chain", 0) * rate, scattered) * 1e3 >= X.BUSY * ms:
+    # the atomics the counts hold (none without counts: a profile table's row), at the H200's measured rates
+    if counts and X.atomics_s(_counts(counts), X.H200) * 1e3 >= X.BUSY * ms:
         return "atomics"
     best = max(units, key=units.get)
     if units[best] >= 100 * X.BUSY:
@@ -123,18 +126,9 @@ def case_set(which: str = "timed", scale: str = "gpu") -> list:
         from course.measure import timed_cases
 
         out += timed_cases.cases(scale)
-    if which in ("fresh", "all"):
-        from course.kernels import fresh
-
-        out += fresh.cases(scale)
-    if which in ("fresh3", "all"):
-        from course.kernels import fresh3
-
-        out += fresh3.cases(scale)
-    if which in ("fresh4", "all"):
-        from course.kernels import fresh4_plans as fresh4
-
-        out += fresh4.cases(scale)
+    for rnd, module in ROUND_MODULES.items():
+        if which in (rnd, "all"):
+            out += importlib.import_module(module).cases(scale)
     if which in ("solutions", "all"):
         # the judge layer's: the solutions are read from their notebooks by the grader's path (a declared door)
         from course.exercises import solution_cases
@@ -152,10 +146,7 @@ def unseen(d: dict) -> bool:
 def retired(round_: str) -> dict:
     """Cases of a round taken out of the repository after the round was scored (name -> why; each kernel module's
     ``RETIRED``): their frozen predictions, counts and profiles stay, and so does their place in the round's score."""
-    import importlib
-
-    module = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
-              "fresh4": "course.kernels.fresh4_plans"}.get(round_)
+    module = ROUND_MODULES.get(round_)
     return dict(getattr(importlib.import_module(module), "RETIRED", {})) if module else {}
 
 
@@ -464,10 +455,9 @@ def table(data: dict) -> str:
         mark = "" if r["limiter"] == r["measured_limiter"] else " ✗"
         label = r["split"].replace("_", " ")
         if r["split"] == "unseen":
-            label = {"unseen": "round 1, frozen", "fresh": "round 2, frozen", "fresh3": "round 3, frozen",
-                     "fresh4": "round 4, frozen"}.get(r.get("round"), "unseen")
-        elif r.get("round"):
-            label += {"unseen": " (round 1)", "fresh": " (round 2)", "fresh3": " (round 3)"}.get(r["round"], "")
+            label = f"round {list(ROUNDS).index(r['round']) + 1}, frozen" if r.get("round") in ROUNDS else "unseen"
+        elif r.get("round") in ROUNDS:
+            label += f" (round {list(ROUNDS).index(r['round']) + 1})"
         out.append(f"| `{r['case']}` | {label} | {r['ms'] * 1e3:.1f} | "
                    f"{r['predicted_ms'] * 1e3:.1f} | {e:.2f} | {r['limiter']}{mark} | {r['measured_limiter']} | "
                    + (f"{r['instructions_ratio']:.2f} |" if r.get("instructions_ratio") else "— |"))

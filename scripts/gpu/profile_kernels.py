@@ -7,7 +7,7 @@
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
 never fitted on), ``fresh`` / ``fresh3`` / ``fresh4`` (``course.kernels.fresh`` / ``fresh3`` / ``fresh4``, tags ``fresh`` / ``fresh3`` / ``fresh4``: the
-second and third rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+second to fourth rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
@@ -183,11 +183,11 @@ def time_case(case):
 
 
 def run_file():
-    """The benchmark (file) of this run's own records (ceilings, overhead, meta): ``unseen_profiles`` for ``--set
-    solutions``, ``fresh`` or ``fresh3``, else ``kernel_profiles``.  The unseen cases live in a file of their own so that their run never
+    """The benchmark (file) of this run's own records (ceilings, overhead, meta): ``kernel_profiles`` for ``--set
+    timed`` or ``all``, else (the unseen sets) ``unseen_profiles``.  The unseen cases live in a file of their own so that their run never
     hides the chapters' profile run from the readers that take a benchmark's latest run (chapters' profile tables,
     the copy ceilings, the ledger's limiter claims)."""
-    return "unseen_profiles" if H.args.set in ("solutions", "fresh", "fresh3", "fresh4") else "kernel_profiles"
+    return "kernel_profiles" if H.args.set in ("timed", "all") else "unseen_profiles"
 
 
 def case_file(case):
