@@ -348,3 +348,49 @@ def test_a_grid_of_fewer_blocks_than_sms_issues_on_those_sms_only():
     base = dict(sampled=1, threads_per_block=1024, steps=1e6, warp_instructions=4e7, registers=32)
     t = {b: X.ceilings(X.Counts(blocks=b, **base))["issue"] for b in (8, 132, 264)}
     assert t[8] == pytest.approx(t[132] * 132 / 8) and t[264] == pytest.approx(t[132])
+
+
+def _probe(name):
+    return json.loads((X.ROOT / "data" / "measurements" / f"{name}.json").read_text())
+
+
+def test_the_block_rate_and_the_round_trip_are_the_h200_probes():
+    """Two constants are measured, not fitted: the blocks the GPU starts per second (probes_block_rate: launches of
+    2^20 blocks of 32 to 512 threads that do next to nothing) and HBM's round trip (probes_littles_law: one 4-byte
+    load in flight per thread, bytes in flight device-wide over the bandwidth)."""
+    k = X.H200
+    rates = [r["blocks_per_s"] for r in _probe("probes_block_rate")
+             if r["blocks"] == 1 << 20 and r["threads_per_block"] <= 512]
+    assert len(rates) >= 8 and k.blocks_per_s == pytest.approx(float(np.median(rates)), rel=0.01)
+    trips = [r["bytes_in_flight_per_sm"] * r["sm_count"] / (r["gbps"] * 1e9) for r in _probe("probes_littles_law")
+             if r["variant"].startswith("one_in_flight")]
+    assert min(trips) <= k.latency_s <= max(trips)
+    assert "blocks_per_s" not in V.FITTED and "latency_s" not in V.FITTED
+
+
+def test_a_grid_of_many_small_blocks_waits_on_the_block_rate():
+    """2^18 blocks that each store a little take blocks / rate, whatever their size, and nothing else is busy: the
+    limiter is latency (as the profile would name it) and the sentence says why (the block rate)."""
+    k = X.constants()
+    base = dict(sampled=4, gst_requests=2 ** 20, gst_sectors=2 ** 22, lines=2 ** 20, steps=2 ** 21,
+                warp_instructions=2 ** 24, footprint=2 ** 24, registers=16)
+    for tpb in (64, 128):
+        c = X.Counts(blocks=1 << 18, threads_per_block=tpb, **base)
+        seconds, limiter, ordered = X.predict(c, k)
+        assert next(iter(ordered)) == "blocks" and ordered["blocks"] == pytest.approx((1 << 18) / k.blocks_per_s)
+        assert limiter == "latency" and "blocks" in X.why_of(limiter, ordered)
+    # the same work in 2^13 blocks of 1024 threads: 32 times fewer blocks, and the block rate no longer binds
+    c = X.Counts(blocks=1 << 13, threads_per_block=1024, **base)
+    _, _, ordered = X.predict(c, k)
+    assert next(iter(ordered)) != "blocks" and ordered["blocks"] == pytest.approx((1 << 13) / k.blocks_per_s)
+    assert X.why_of("latency", {"latency": 1.0, "blocks": 0.5}) == X._WHY["latency"]
+
+
+def test_a_warp_waits_for_its_own_dependent_instructions():
+    """One block of one warp running a long chain of instructions and no loads: the latency ceiling is its own
+    instructions one after another (dependent_cycles each), longer than the issue ceiling of the same count."""
+    k = X.constants()
+    c = X.Counts(blocks=1, sampled=1, threads_per_block=32, steps=1e5, warp_instructions=1e6, registers=32)
+    ceil = X.ceilings(c, k)
+    assert ceil["latency"] == pytest.approx(1e6 * k.dependent_cycles / k.clock_hz + k.wave_s)
+    assert ceil["latency"] > ceil["issue"] and k.dependent_cycles >= 1

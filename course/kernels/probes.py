@@ -201,3 +201,19 @@ def sum_one_in_flight(a, out, sentinel):
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
         cuda.atomic.add(out, 0, s[0])
+
+
+@cuda.jit
+def block_touch(out):
+    """Thread 0 of each block writes 1 to out[block]: a block that does next to nothing, so that a launch of many
+    is timed by how fast the GPU starts and retires blocks."""
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = 1
+
+
+@cuda.jit
+def fill_index(out):
+    """out[i] = i: one coalesced 4-byte store per thread and no load (the block rate beside the stores' bytes)."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = i

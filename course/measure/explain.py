@@ -27,7 +27,13 @@ that one unit were the only limit:
 ``latency`` global loads one after another per warp: too few in flight to cover the memory latency
            (Little's law with the warps an SM holds and the loads each has in flight — as many as the SASS
            issues before its first wait, :func:`course.trace.sass_flight.loads_in_flight`; the round trip is the
-           L2's when the launch's data stay in the L2, HBM's otherwise)
+           L2's when the launch's data stay in the L2, HBM's otherwise; HBM's is chapter 06's Little's-law probe,
+           0.40 µs, ``probes_littles_law``), or a warp's own instructions one after another (each waits
+           ``dependent_cycles`` for the one before: few warps per scheduler cannot hide that), whichever is longer;
+           plus each barrier and each wave of blocks' start and drain (``wave_s``), once per wave of resident blocks
+``blocks`` blocks started and retired: the GPU starts about 1.66 G blocks a second (all SMs together), so a grid of
+           2^18 blocks of 32 to 512 threads takes 0.160 ms whatever they do (``probes_block_rate``; so do the
+           exercises' 2^25-element kernels in 2^18 blocks of 64 to 128 threads, 2 to 8 bytes an element)
 ``launch`` a launch's own floor (~2 µs on the H200, with launches queued)
 =========  ==================================================================================================
 
@@ -94,7 +100,9 @@ class Constants:
     l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
     l1_wavefronts_per_cycle: float = 1.0
     issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
-    latency_s: float = 800e-9  # fitted: a global load's round trip from HBM under load
+    # a global load's round trip from HBM: 383–444 ns with one 4-byte load in flight per thread at 68 KB to 1.1 MB in
+    # flight device-wide (probes_littles_law, run 20261201T053454Z-5844da; bytes in flight / bandwidth)
+    latency_s: float = 400e-9
     l2_latency_s: float = 300e-9  # fitted: a load's round trip when the launch's data stay in the L2
     atomic_same_address_s: float = 1.76e-9  # probes_atomics: one same-address float atomic after another
     # an integer add on one address: 0.75 ns, from two launches of about a million warp-aggregated int32 atomics each
@@ -117,6 +125,12 @@ class Constants:
     l2_fill_share: float = 0.5  # L2 sectors of work per HBM sector filled or drained (the profile's lts counters)
     max_instructions_per_step: float = 32.0  # the profile's most SASS instructions per traced warp line step
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
+    dependent_cycles: float = 4.0  # fitted: cycles a warp waits between its own instructions (a dependent chain)
+    wave_s: float = 300e-9  # fitted: what starting a wave of blocks and draining it adds to each wave's chain
+    # blocks the GPU starts and retires per second, all SMs together: 1.66 G/s for 2^20 blocks of 32 to 512 threads
+    # that do next to nothing, the same with one store per thread (probes_block_rate, run 20261202T164012Z-152016);
+    # blocks of 1024 threads (two per SM) 1.25 G/s: their start and drain is the latency ceiling's wave_s
+    blocks_per_s: float = 1.66e9
 
 
 H200 = Constants()  # the defaults; :func:`constants` is what predictions use
@@ -239,8 +253,10 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # a barrier waits for the block's slowest warp: one more round of the chain
     # (no store drain: a warp exits with its stores in flight; a fitted drain of 0.4–0.8 µs per block made every
     # streaming kernel latency-bound, where the profile finds the L2 busiest)
-    chain = trips * lat + c.barriers * k.barrier_s
-    out["latency"] = max(1.0, waves) * chain if c.gld_requests else 0.0
+    own = (wi / warps) * k.dependent_cycles / k.clock_hz if warps else 0.0
+    chain = max(trips * lat, own) + c.barriers * k.barrier_s + k.wave_s
+    out["latency"] = max(1.0, waves) * chain if (c.gld_requests or own) else 0.0
+    out["blocks"] = c.blocks / k.blocks_per_s
     out["launch"] = k.launch_floor_s
     return out
 
@@ -292,7 +308,18 @@ _WHY = {
     "latency": "no unit is busy: too few loads in flight to hide the memory latency — more independent loads "
                "per thread (unroll, wider loads) or more warps per SM",
     "launch": "the launch is so small that its fixed cost is most of it: do more per launch",
+    # the binding ceiling when no unit is busy (the limiter is then "latency", as the profile would name it)
+    "blocks": "no unit is busy: the GPU starts and retires blocks no faster than about 1.66 G a second, and this "
+              "grid has so many small blocks that starting them is the limit — fewer, larger blocks, or a "
+              "grid-stride loop that gives each thread several elements",
 }
+
+
+def why_of(limiter: str, ordered: dict) -> str:
+    """The sentence for ``limiter``; for ``latency`` whose binding ceiling is the block rate, the block rate's."""
+    if limiter == "latency" and ordered and next(iter(ordered)) == "blocks":
+        return _WHY["blocks"]
+    return _WHY[limiter]
 
 
 def stated_error() -> str:
@@ -383,7 +410,7 @@ def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_
         measured = measure_ms(kernel, griddim, blockdim, args, dynshared=dynshared)
     return Explanation(kernel=fn.__name__, ms=seconds * 1e3, limiter=limiter,
                        ceilings={k: v * 1e3 for k, v in ordered.items()},
-                       launch_overhead_ms=launch_overhead_ms(), why=_WHY[limiter], counts=c, sampled=c.sampled,
+                       launch_overhead_ms=launch_overhead_ms(), why=why_of(limiter, ordered), counts=c, sampled=c.sampled,
                        seconds=time.perf_counter() - t0, error=stated_error(),
                        measured_ms=None if measured is None else measured)
 

@@ -24,6 +24,9 @@ Parts (each checked against NumPy before it is timed; a failing part is recorded
 8. ``probes_atomic_rate``: one global atomic add per thread (int32 and float32) at indices whose warp spreads over 1, 4
    or 32 sectors and over 1 to 2^24 bins, and one scattered 4-byte store per thread (inside and beyond the L2): the
    L2's rate for each, the throughput ceiling ``course.explain`` needs besides the same-address chain.
+9. ``probes_block_rate``: launches of 2^14 to 2^20 blocks of 32 to 1024 threads that do next to nothing (thread 0
+   writes one int) or one coalesced store per thread: how many blocks per second the GPU starts and retires, the
+   ceiling of a grid of many small blocks (``course.explain``'s ``blocks``).
 """
 
 from __future__ import annotations
@@ -713,9 +716,34 @@ def atomic_rate():
                 log(f"scatter {name:8s} {m:>9d}: {ms:8.4f} ms, {m / ms / 1e6:7.2f} G stores/s")
 
 
+def block_rate():
+    """Blocks per second: ``probes.block_touch`` (thread 0 writes one int) and ``probes.fill_index`` (every thread
+    one store) over grids of 2^14..2^20 blocks of 32..1024 threads."""
+    from course.measure import bench
+
+    for tpb in (32, 64, 128, 256, 512, 1024):
+        for g in ((1 << 14, 1 << 16, 1 << 18, 1 << 20) if GPU else (5,)):
+            for name, kernel, n in (("touch", P.block_touch, g), ("fill", P.fill_index, g * tpb)):
+                if n * 4 > (1 << 30):
+                    continue
+                d_out = dev(np.zeros(n, np.int32))
+                kernel[g, tpb](d_out)
+                want = np.ones(n, np.int32) if name == "touch" else np.arange(n, dtype=np.int32)
+                if not np.array_equal(host(d_out), want):
+                    raise AssertionError(f"block_rate {name} {g}x{tpb}: wrong")
+                ms = float(np.median(bench.time_queued(lambda: kernel[g, tpb](d_out), reps=H.reps,
+                                                       budget_ms=3.0))) if GPU else None
+                H.record("probes_block_rate", f"{name}_t{tpb}_g{g}", ms, H.reps if GPU else 0, [n], "int32",
+                         threads_per_block=tpb, blocks=g, bytes_stored=4 * n,
+                         blocks_per_s=(g / (ms * 1e-3)) if ms else None,
+                         timer="course.measure.bench.time_queued (calls queued behind a sleeping kernel)")
+                if GPU:
+                    log(f"block_rate {name:5s} {g:>8d} x {tpb:4d}: {ms:8.4f} ms, {g / ms / 1e6:7.3f} G blocks/s")
+
+
 PARTS = (("latency", latency), ("smem", smem), ("local", local), ("regcap", regcap), ("scheduling", scheduling),
          ("atomics", atomics), ("memcheck", memcheck), ("littles_law", littles_law), ("libraries", libraries), ("cuda_c", cuda_c),
-         ("atomic_rate", atomic_rate))
+         ("atomic_rate", atomic_rate), ("block_rate", block_rate))
 only = os.environ.get("PROBES_ONLY")
 for part, fn in PARTS:
     if only and part not in only.split(","):
