@@ -198,3 +198,25 @@ def test_the_chapters_prediction_needs_no_compiler(monkeypatch, tmp_path):
     ns["BINS"] = 8  # the learner's change: no facts for it here
     with pytest.raises(LookupError, match="make toolkit"):
         lab.compiled(ns["bin_counts_local"], x, out, shipped=m.bin_counts_local)
+
+
+
+@NEEDS_TOOLKIT
+def test_a_kernel_that_calls_a_device_function_compiles_without_a_gpu(monkeypatch, tmp_path):
+    """numba-cuda compiles a device function for the current device's compute capability, which it asks the driver
+    for: without a GPU the compiler child answers sm_90 (before, every such kernel — chapter 07's warp-shuffle
+    reduction, the tiled matmuls — had no compiler facts and the explainer fell back to a rough instruction
+    estimate)."""
+    from course import engine
+    from course.kernels import reduction
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # compile now, not from a cache
+    monkeypatch.setattr(compiler, "_memo", {})
+    monkeypatch.delenv("COURSE_COMPILER_FACTS_WRITE", raising=False)
+    x = np.ones(64, np.float32)
+    fn = engine.kernel_py_func(reduction.warp_shuffle)
+    assert {"load_float4", "block_sum"} <= set(fn.__code__.co_names)  # two device functions of the module
+    key, spec = compiler.describe(fn, (typeof(x), typeof(x)))
+    f = compiler.compile_facts({key: spec})[key]
+    assert "error" not in f, f.get("error")
+    assert f["sass"]["registers"] > 0 and any("LDG.E.128" in v for v in f["lines"].values())  # load_float4's

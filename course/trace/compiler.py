@@ -273,6 +273,19 @@ sys.path.insert(0, root)
 import course.backend as backend
 backend._chosen = "gpu"
 pkg.on_gpu, pkg.pick, pkg.BACKEND = backend.on_gpu, backend.pick, "gpu"
+# numba-cuda compiles a device function (cuda.jit(device=True)) for the current device's compute capability, which
+# it asks the driver for (CUDADispatcher.compile_device): without a GPU that raised CudaSupportError, and every kernel
+# that calls one had no compiler facts. Without a driver, the course's target (sm_90) is the current device's.
+import numba.cuda.dispatcher as _dispatcher
+_real_current_device = _dispatcher.get_current_device
+class _Target:
+    compute_capability = (9, 0)  # compiler.CC
+def _current_device():
+    try:
+        return _real_current_device()
+    except Exception:
+        return _Target()
+_dispatcher.get_current_device = _current_device
 '''
 
 _CHILD = HARDWARE_MODE_PRELUDE + r'''
