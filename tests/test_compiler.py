@@ -220,3 +220,17 @@ def test_a_kernel_that_calls_a_device_function_compiles_without_a_gpu(monkeypatc
     f = compiler.compile_facts({key: spec})[key]
     assert "error" not in f, f.get("error")
     assert f["sass"]["registers"] > 0 and any("LDG.E.128" in v for v in f["lines"].values())  # load_float4's
+
+
+def test_the_childrens_prelude_imports_neither_numba_nor_numpy():
+    """The typing child runs with -I and puts its parent's import path back only after the prelude: a numba (or numpy)
+    imported in the prelude comes from the system's site-packages, not from the path the parent had (the GPU lane's
+    numpy 2.4 wheel: with the system's numpy 2.5 every kernel cell's compile failed with 'no attribute row_stack')."""
+    import subprocess
+    import sys
+
+    code = compiler.HARDWARE_MODE_PRELUDE + "\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'numpy')))"
+    r = subprocess.run([sys.executable, "-I", "-c", code, str(compiler.ROOT)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-800:]
+    assert r.stdout.strip() == "[]", r.stdout

@@ -273,28 +273,38 @@ sys.path.insert(0, root)
 import course.backend as backend
 backend._chosen = "gpu"
 pkg.on_gpu, pkg.pick, pkg.BACKEND = backend.on_gpu, backend.pick, "gpu"
-# numba-cuda compiles a device function (cuda.jit(device=True)) for the current device's compute capability, which
-# it asks the driver for (CUDADispatcher.compile_device): without a GPU that raised CudaSupportError, and every kernel
-# that calls one had no compiler facts. Without a driver, the course's target (sm_90) is the current device's.
-import numba.cuda.dispatcher as _dispatcher
-_real_current_device = _dispatcher.get_current_device
-class _Target:
-    compute_capability = (9, 0)  # compiler.CC
-def _current_device():
-    try:
-        return _real_current_device()
-    except Exception:
-        return _Target()
-_dispatcher.get_current_device = _current_device
 '''
 
 _CHILD = HARDWARE_MODE_PRELUDE + r'''
 import pickle, json
 from course.trace import compiler
+compiler.target_without_a_driver()
 jobs = pickle.load(sys.stdin.buffer)
 out = [compiler._child_compile(job, sys.argv[2], sys.argv[3]) for job in jobs]
 sys.stdout.write("\n@@FACTS@@" + json.dumps(out))
 '''
+
+
+def target_without_a_driver() -> None:
+    """In a child, before compiling: numba-cuda compiles a device function (``cuda.jit(device=True)``) for the current
+    device's compute capability, which it asks the driver for (``CUDADispatcher.compile_device``); without a GPU that
+    raised CudaSupportError, and every kernel calling one had no compiler facts. Without a driver, the course's target
+    (:data:`CC`) is the current device's. (Called after the child's import path is set: importing numba in the
+    prelude, before the typing child restores its parent's path, loaded the system's numpy instead of the lane's.)"""
+    import numba.cuda.dispatcher as dispatcher
+
+    real = dispatcher.get_current_device
+
+    class Target:
+        compute_capability = CC
+
+    def current_device():
+        try:
+            return real()
+        except Exception:
+            return Target()
+
+    dispatcher.get_current_device = current_device
 
 
 def rebuild(spec):

@@ -46,6 +46,8 @@ _parent = json.loads(sys.argv[2])
 sys.path[:] = _parent + [p for p in sys.path if p not in _parent]
 os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 from course.trace import compiler_typing as compiler
+from course.trace.compiler import target_without_a_driver
+target_without_a_driver()
 out = sys.stdout
 out.write("@@TYPING@@" + json.dumps(compiler._child_ready()) + "\n"); out.flush()
 while True:
