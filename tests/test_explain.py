@@ -394,3 +394,33 @@ def test_a_warp_waits_for_its_own_dependent_instructions():
     ceil = X.ceilings(c, k)
     assert ceil["latency"] == pytest.approx(1e6 * k.dependent_cycles / k.clock_hz + k.wave_s)
     assert ceil["latency"] > ceil["issue"] and k.dependent_cycles >= 1
+
+
+def test_integer_atomics_on_one_address_merge_per_warp_float_ones_do_not():
+    """A warp's 32 lanes adding to one int32: ptxas aggregates them (VOTEU, POPC, one REDG), one 0.75 ns atomic per
+    warp instruction; 32 float adds stay 32, 1.76 ns each (chapter 07's reduce_atomic measured so)."""
+    k = X.H200
+    base = dict(blocks=1024, sampled=4, threads_per_block=256, atomics=8192.0, atomic_lanes=32.0,
+                atomic_chain=8192.0 * 32)
+    as_int = X.atomics_s(X.Counts(float_atomics=0.0, **base), k)
+    as_float = X.atomics_s(X.Counts(float_atomics=1.0, **base), k)
+    assert as_int == pytest.approx(8192 * k.atomic_int_same_address_s)
+    assert as_float == pytest.approx(8192 * 32 * k.atomic_same_address_s)
+    # atomics spread over many addresses: a warp adds to each at most once, so the longest chain stays as counted
+    spread = dict(base, atomic_chain=100.0)
+    assert X.atomics_s(X.Counts(float_atomics=0.0, **spread), k) == pytest.approx(100 * k.atomic_int_same_address_s)
+
+
+def test_a_loop_over_a_tuple_of_constants_is_a_fixed_loop():
+    """`for k in (2, 4, 8)` is unrolled by the compiler: its trips are known (one SASS copy of the body per element);
+    a while loop inside it stays of unknown trips."""
+    from course.kernels import fresh5
+
+    code = engine.kernel_py_func(fresh5.warp_argsort32).__code__
+    loops = S.loop_structure(code, {})
+    lines = open(code.co_filename).read().splitlines()
+    at = next(i + 1 for i, t in enumerate(lines) if "for k in (2, 4, 8, 16, 32):" in t and i + 1 > code.co_firstlineno)
+    inner = next(i + 1 for i, t in enumerate(lines) if "while d > 0:" in t and i + 1 > at)
+    outer = next(lp for lp in loops if lp[0] == at)
+    assert outer[2] == 5.0 and outer[1] > inner
+    assert any(lp[0] == inner and lp[2] is None for lp in loops)  # the while loop inside it

@@ -20,8 +20,9 @@ that one unit were the only limit:
            repeats) say (:func:`course.trace.sass_flight.per_execution`); instructions outside every SASS loop
            run at most once per warp, and the slow-path subroutines not at all
            (:func:`course.trace.sass_flight.placement`)
-``atomics`` atomics on one address, one after another (a float add ~1.76 ns each, measured on the H200; an
-           integer add ~0.75 ns; the SASS says which a kernel makes), or scattered atomics (a warp's lanes on many
+``atomics`` atomics on one address, one after another (a float add ~1.76 ns each lane, measured on the H200; an
+           integer add ~0.75 ns each warp instruction, as ptxas aggregates a warp's integer atomics on one address;
+           the SASS says which a kernel makes), or scattered atomics (a warp's lanes on many
            sectors: a random histogram) at the L2's rate for an array of that size (4.4 G/s on 128 bytes of bins,
            12 G/s on 4 KB, 100 G/s on 4 MB: ``probes_atomic_rate``), whichever is longer
 ``latency`` global loads one after another per warp: too few in flight to cover the memory latency
@@ -281,7 +282,11 @@ def atomics_s(c: Counts, k: Constants = H200) -> float:
     (the SASS's share; without it the float rate, the slower), or the scattered atomics at the L2's rate
     (:func:`atomic_throughput_s`), whichever is longer."""
     share = 1.0 if c.float_atomics is None else c.float_atomics
-    chain = c.atomic_chain * (share * k.atomic_same_address_s + (1 - share) * k.atomic_int_same_address_s)
+    # integer atomics on one address merge per warp instruction: ptxas aggregates them (round 5's count_over_atomic:
+    # VOTEU, UFLO, POPC and one REDG per warp; 0.196 ms = 262,144 warp instructions x 0.75 ns, where its 4.46 M lanes
+    # were predicted 17x slow); float adds do not (chapter 07's reduce_atomic: 67 M lanes x 1.76 ns = 118 ms, measured)
+    int_chain = min(c.atomic_chain, c.atomics) if c.atomics else c.atomic_chain
+    chain = (c.atomic_chain * share * k.atomic_same_address_s + int_chain * (1 - share) * k.atomic_int_same_address_s)
     return max(chain, atomic_throughput_s(c, k))
 
 

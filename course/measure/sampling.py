@@ -82,7 +82,7 @@ def kernel_def(code):
 
 
 def loop_structure(code, trips: dict) -> list:
-    """The kernel's loops (``for … in range(…)`` and ``while``): ``(header line, last line, trips if the compiler can unroll it
+    """The kernel's loops (``for … in range(…)``, ``for … in (constants, …)`` and ``while``): ``(header line, last line, trips if the compiler can unroll it
     fully, else None)``.  A loop whose bounds name no parameter and no local of the kernel has the same trips in
     every thread, known when the kernel compiles: ptxas unrolls such small loops completely, so their body's SASS
     holds one copy per trip."""
@@ -97,6 +97,13 @@ def loop_structure(code, trips: dict) -> list:
     for node in ast.walk(fn):
         if isinstance(node, ast.While):  # a grid-stride loop: the compiler may unroll it, never completely
             out.append((node.lineno, node.end_lineno or node.lineno, None))
+            continue
+        if isinstance(node, ast.For) and isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and all(
+                isinstance(e, ast.Constant) for e in node.iter.elts):
+            # a loop over a tuple of constants (a shuffle network's offsets): its trips are known when the kernel
+            # compiles and the compiler unrolls it, one copy of its body (and of any loop inside it) per element
+            # (round 5's warp_argsort32: a while loop inside `for k in (2, 4, 8, 16, 32)` is four SASS loops)
+            out.append((node.lineno, node.end_lineno or node.lineno, float(len(node.iter.elts))))
             continue
         if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
                 and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"):
