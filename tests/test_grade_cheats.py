@@ -12,6 +12,8 @@ import pathlib
 
 import pytest
 
+from course.trace import compiler
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHEATS = ROOT / "tests" / "fixtures" / "submissions" / "cheats"
@@ -99,7 +101,10 @@ def test_a_constant_too_deep_to_compile_costs_only_the_kernels_that_use_it():
 
 
 def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
-    # huge_messages_01.ipynb: three kernels each raise a 100 MB message ("ab" * 50000000)
+    # huge_messages_01.ipynb: three kernels each raise a 100 MB message ("ab" * 50000000). numba-cuda refuses to build
+    # that string in a kernel, so with the GPU typing check on (a CUDA compiler installed) each is "does not compile
+    # for a GPU" (the next test); with it off the CPU engine runs them and the messages must come out cut
+    monkeypatch.setenv("COURSE_GPU_TYPING", "0")
     results, book = _grade_without_running(monkeypatch, tmp_path, "huge_messages_01.ipynb", salt="s")
     out = next(tmp_path.iterdir())
     assert (out / "results.json").stat().st_size < 200_000 and len(book) < 20_000
@@ -108,6 +113,17 @@ def test_huge_exception_messages_are_cut_and_say_so(monkeypatch, tmp_path):
     details = [c["detail"] for r in rows for c in r["results"] if not c["passed"]]
     assert len(details) == 3 and all("more characters cut]" in d and len(d) < 2100 for d in details), details
     assert all("abab" in r["message"] and len(r["message"]) <= 640 for r in rows)
+
+
+@pytest.mark.skipif(compiler.toolchain() is None, reason="no CUDA compiler: the GPU typing check gives no verdict")
+def test_a_kernel_that_builds_a_huge_string_is_refused_as_a_gpu_would_and_the_message_stays_short(monkeypatch,
+                                                                                                 tmp_path):
+    monkeypatch.delenv("COURSE_GPU_TYPING", raising=False)
+    results, book = _grade_without_running(monkeypatch, tmp_path, "huge_messages_01.ipynb", salt="s")
+    rows = results["submissions"][0]["exercises"]
+    assert [r["status"] for r in rows] == ["error"] * 3 and len(book) < 20_000
+    assert all("does not compile for a GPU" in r["message"] and "strings cannot be built inside a kernel" in
+               r["message"] and len(r["message"]) <= 640 for r in rows), [r["message"] for r in rows]
 
 
 def test_every_stored_string_is_bounded():
