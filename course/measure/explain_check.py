@@ -42,7 +42,9 @@ scored against those frozen predictions, never against a later model:
 - round 5, ``fresh5``: ``course.kernels.fresh5`` (tag ``fresh5``), written the same way after round 4 had been
   scored and the model changed on it (its writer did not use the GPU at all), ``data/explain_predictions_fresh5.json``;
 - round 6, ``fresh6``: ``course.kernels.fresh6`` (tag ``fresh6``), written the same way after round 5 had been
-  scored and the model changed on it, ``data/explain_predictions_fresh6.json``.
+  scored and the model changed on it, ``data/explain_predictions_fresh6.json``;
+- round 7, ``fresh7``: ``course.kernels.fresh7`` (tag ``fresh7``), written the same way after round 6 had been
+  scored, predicted with round 6's model and constants unchanged (a replicate), ``data/explain_predictions_fresh7.json``.
 
 A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
 page reports for it, and the next round is the blind one.
@@ -77,12 +79,14 @@ FRESH3_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh3.json"
 FRESH4_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh4.json"
 FRESH5_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh5.json"
 FRESH6_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh6.json"
+FRESH7_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh7.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
 ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
           "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",)),
-          "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",))}
+          "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",)),
+          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
 UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
@@ -90,7 +94,7 @@ UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 #: are the exercises' solutions and the claims' launches, :func:`case_set`'s ``solutions``).
 ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
                  "fresh4": "course.kernels.fresh4_plans", "fresh5": "course.kernels.fresh5_plans",
-                 "fresh6": "course.kernels.fresh6_plans"}
+                 "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans"}
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
 #: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was.
@@ -419,6 +423,8 @@ ROUND_TEXT = {
               "changed on it, by a writer who did not run anything on a GPU",
     "fresh6": "round 6: `course/kernels/fresh6.py`, written the same way after round 5 had been scored and the model "
               "changed on it, by a writer who did not run anything on a GPU",
+    "fresh7": "round 7: `course/kernels/fresh7.py`, written the same way after round 6 had been scored, predicted with "
+              "round 6's model and constants unchanged (a replicate of round 6's score)",
 }
 
 
