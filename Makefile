@@ -50,7 +50,7 @@ lab-instructor: $(STAMP)
 ## workers (TEST_WORKERS=0 runs in one process), each taking whole files: a notebook's cells share one kernel.
 ## Three on 2 cores: much of the suite waits on other processes (Jupyter kernels, the grader's runs, Chromium), and
 ## a third worker fills those waits (measured here: 436 s against 494 s with two).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 test: $(STAMP) $(COMPILER)
 	sh scripts/ensure-chromium.sh
 	sh scripts/ensure-bwrap.sh
