@@ -31,6 +31,36 @@ def perturbed(after, i, everywhere=False):
     return after[:i] + (a,) + after[i + 1:]
 
 
+def right_on_two_seeds_and_its_check_can_fail(F, c, short):
+    """Case ``c`` (plan ``short`` of round module ``F``) is right on seeds 0 and 1, its arrays have the bytes its plan
+    declares (the gpu-scale checks trust them), and a wrong element in each argument its check compares is named
+    (every element where a fraction may be off)."""
+    p = F.plan(short, F.SPECS[short][3])
+    for seed in (0, 1):
+        before, after = run(c, seed)
+        assert c.check(before, after) == "", (c.name, seed, c.check(before, after))
+    got = tuple(a.nbytes for a in before if isinstance(a, np.ndarray))
+    assert got == p.nbytes, (c.name, got, p.nbytes)
+    for i in p.want(before):
+        msg = c.check(before, perturbed(after, i, p.frac > 0))
+        assert msg.startswith(f"argument {i}[") and "expected" in msg and "of" in msg, (c.name, i, msg)
+
+
+def gpu_launch_keeps_the_rule_within_the_limits(F, name, fixed_grids):
+    """Plan ``name``'s gpu launch keeps the small one's block and grid rank within the byte limits; a fixed grid is
+    one of ``fixed_grids`` at both scales with ten times the bytes, any other grid grows to a block of 256 per SM."""
+    small, gpu = (F.plan(name, F.SPECS[name][k]) for k in (3, 4))
+    assert gpu.block == small.block, name
+    assert len(gpu.grid) == len(small.grid), name
+    assert max(gpu.nbytes) <= ARRAY_LIMIT and sum(gpu.nbytes) <= CASE_LIMIT, (name, gpu.nbytes)
+    if "fixed_grid" in F.SPECS[name][6]:
+        assert gpu.grid == small.grid and gpu.grid in fixed_grids, name
+        assert sum(gpu.nbytes) > 10 * sum(small.nbytes), name  # the same grid, much more work
+        return
+    assert np.prod(gpu.grid) > np.prod(small.grid), name
+    assert np.prod(gpu.grid) * np.prod(gpu.block) >= 132 * 256, name  # at least a block of 256 per SM
+
+
 def builds_in_time_and_as_declared(plan, name):
     """A gpu-scale argument set of ``plan`` is made in under 3 s and has the bytes the plan declares."""
     t = time.perf_counter()

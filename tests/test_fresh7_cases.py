@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import course  # noqa: F401  (backend first)
-from fresh_rounds import (ARRAY_LIMIT, CASE_LIMIT, builds_in_time_and_as_declared, every_kernel_compiles_for_the_gpu,
-                          perturbed, run)
+from fresh_rounds import (builds_in_time_and_as_declared, every_kernel_compiles_for_the_gpu,
+                          gpu_launch_keeps_the_rule_within_the_limits, right_on_two_seeds_and_its_check_can_fail, run)
 from course import engine
 from course.kernels import fresh as F2
 from course.kernels import fresh3 as F3
@@ -61,17 +61,7 @@ def test_round7_names_tags_and_counts():
 
 @pytest.mark.parametrize("c", SMALL, ids=_short)
 def test_each_round7_small_case_is_right_and_its_check_can_fail(c):
-    p = F.plan(_short(c), F.SPECS[_short(c)][3])
-    for seed in (0, 1):
-        before, after = run(c, seed)
-        assert c.check(before, after) == "", (c.name, seed, c.check(before, after))
-    # the declared bytes are the arrays' bytes (the gpu-scale test trusts them)
-    got = tuple(a.nbytes for a in before if isinstance(a, np.ndarray))
-    assert got == p.nbytes, (c.name, got, p.nbytes)
-    # a wrong element in each argument the check compares is named (every element where a fraction may be off)
-    for i in p.want(before):
-        msg = c.check(before, perturbed(after, i, p.frac > 0))
-        assert msg.startswith(f"argument {i}[") and "expected" in msg and "of" in msg, (c.name, i, msg)
+    right_on_two_seeds_and_its_check_can_fail(F, c, _short(c))
 
 
 @pytest.mark.parametrize("name,shape", [(n, s) for n in AWKWARD for s in AWKWARD[n]])
@@ -123,16 +113,7 @@ def test_the_round7_pairs_differ_in_their_one_change_only():
 
 @pytest.mark.parametrize("name", list(F.SPECS))
 def test_the_round7_gpu_launch_keeps_the_rule_within_the_limits(name):
-    small, gpu = (F.plan(name, F.SPECS[name][k]) for k in (3, 4))
-    assert gpu.block == small.block, name
-    assert len(gpu.grid) == len(small.grid), name
-    assert max(gpu.nbytes) <= ARRAY_LIMIT and sum(gpu.nbytes) <= CASE_LIMIT, (name, gpu.nbytes)
-    if "fixed_grid" in F.SPECS[name][6]:
-        assert gpu.grid == small.grid and gpu.grid in FIXED_GRIDS, name
-        assert sum(gpu.nbytes) > 10 * sum(small.nbytes), name  # the same grid, much more work
-        return
-    assert np.prod(gpu.grid) > np.prod(small.grid), name
-    assert np.prod(gpu.grid) * np.prod(gpu.block) >= 132 * 256, name  # at least a block of 256 per SM
+    gpu_launch_keeps_the_rule_within_the_limits(F, name, FIXED_GRIDS)
 
 
 @pytest.mark.parametrize("name", ["xtea_encrypt", "hist4096_skewed", "merge_runs512"])
