@@ -1,6 +1,5 @@
 """course.trace on kernels whose counts, divergence and races are known by hand (CPU engine)."""
 
-import time
 
 import numpy as np
 import pytest
@@ -317,10 +316,9 @@ def test_detail_blocks_and_lines_switch():
     assert "global" in r2.table()
 
 
-def test_tracing_cost_stays_near_an_untraced_launch():
-    # the target (at most 3x) is measured by scripts/bench_tracer.py on 26 kernels (data/tracer_cost.json);
-    # this only catches a gross regression, with a margin for a loaded test machine
-    # a 128x128 tile transpose (16 blocks of 256 threads): the tracer's main use
+def test_tracing_a_tile_transpose_matches_the_untraced_launch():
+    # a 128x128 tile transpose (16 blocks of 256 threads): the tracer's main use; its cost is a benchmark's
+    # (scripts/bench_tracer.py -> data/tracer_cost.json, checked below), not a timed test on a shared machine
     n = 128
 
     @cuda.jit
@@ -339,19 +337,27 @@ def test_tracing_cost_stays_near_an_untraced_launch():
             out[y + j, x] = tile[tx, ty + j]
 
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    out = np.zeros_like(a)
-    plain, traced = [], []
-    for _ in range(5):  # CPU time, best of 5, interleaved: the machine is shared
-        t = time.process_time()
-        engine.launch(tiled, (4, 4), (32, 8), (a, out))
-        plain.append(time.process_time() - t)
-        t = time.process_time()
-        trace(tiled, (4, 4), (32, 8), a, out)
-        traced.append(time.process_time() - t)
-    assert np.array_equal(out, a.T)
-    ratio = min(traced) / min(plain)
-    print(f"tracing cost: {ratio:.2f}x an untraced launch")
-    assert ratio < 4.0  # measured 1.6-1.7x (data/tracer_cost.json); the margin absorbs a loaded machine
+    plain, traced = np.zeros_like(a), np.zeros_like(a)
+    engine.launch(tiled, (4, 4), (32, 8), (a, plain))
+    trace(tiled, (4, 4), (32, 8), a, traced)
+    assert np.array_equal(plain, a.T) and np.array_equal(traced, a.T)
+
+
+def test_the_tracer_cost_benchmark_meets_its_target():
+    # the target: tracing costs at most 3x an untraced launch's CPU time, on every kernel of the engine suite
+    import json
+    import pathlib
+
+    rec = json.loads((pathlib.Path(__file__).parents[1] / "data" / "tracer_cost.json").read_text())
+    rows, summary = rec["kernels"], rec["summary"]
+    assert len(rows) == summary["kernels"] >= 20 and rec["machine"]["cpus"] == 2
+    assert {r["kernel"] for r in rows} >= {"copy_f32", "matmul_tiled"}
+    for r in rows:
+        assert r["identical_outputs"], r["kernel"]
+        ratio = min(r["traced_runs_ms"]) / min(r["plain_runs_ms"])
+        assert abs(ratio - r["ratio_of_minima"]) < 0.01, r["kernel"]  # the record is self-consistent
+        assert ratio <= summary["target"] == 3.0, (r["kernel"], ratio)
+    assert summary["at_most_target"] == len(rows) and summary["all_identical"]
 
 
 def _validate_module():
