@@ -245,6 +245,37 @@ def test_the_limiter_is_the_busiest_unit_as_the_profile_names_it():
     # same-address atomics taking 60 % of the time win over a busy unit; a short idle launch is "launch"
     assert X.limiter_of({"atomics": 61 * us, "l2": 90 * us}, 100 * us, k) == "atomics"
     assert X.limiter_of({"latency": 3 * us, "l2": 1 * us}, 3 * us, k) == "launch"
+    # 8 blocks keep 8 of 132 SMs' schedulers busy: Nsight Compute averages over all 132, so 64 % of 8 SMs is 4 %
+    assert X.limiter_of({"issue": 80 * us, "latency": 100 * us}, 100 * us, k, sm_share=8 / 132) == "latency"
+    assert X.limiter_of({"l2": 70 * us, "latency": 100 * us}, 100 * us, k, sm_share=8 / 132) == "l2"  # not per SM
+
+
+def test_an_integer_heavy_kernel_fills_the_alu_pipe_before_the_schedulers():
+    """The issue ceiling is the larger of one slot per instruction and two ALU cycles per ALU instruction."""
+    k = X.constants()
+    base = dict(blocks=1 << 14, sampled=4, threads_per_block=256, steps=1e6, warp_instructions=1e8, registers=32)
+    plain = X.ceilings(X.Counts(**base, alu_share=None), k)["issue"]
+    assert X.ceilings(X.Counts(**base, alu_share=0.4), k)["issue"] == pytest.approx(plain)  # 0.8 of the slots
+    assert X.ceilings(X.Counts(**base, alu_share=0.7), k)["issue"] == pytest.approx(plain * 0.7 * k.alu_cycles)
+    assert "ALU" in X.why_of("issue", {"issue": 1.0}, 0.7) and "70%" in X.why_of("issue", {"issue": 1.0}, 0.7)
+    assert X.why_of("issue", {"issue": 1.0}, 0.4) == X._WHY["issue"]
+    from course.measure.explain_count import alu_share_of
+    assert alu_share_of({"IADD3": 3, "FFMA": 1}) == 0.75 and alu_share_of({}) is None
+
+
+def test_the_alu_opcodes_match_the_profiled_alu_pipe():
+    """Each profiled case's ALU share of its static SASS (the counts' ``alu_share``) against Nsight Compute's
+    ALU-pipe instructions over all instructions the H200 ran: close on most, so the ALU ceiling counts the right ops."""
+    data = json.loads(X.VALIDATION.read_text())
+    records = V.records_by_case()
+    diffs = []
+    for name, c in data["counts"].items():
+        n = (records.get(name) or {}).get("ncu") or {}
+        if c.get("alu_share") is None or not n.get("sm__inst_executed.sum"):
+            continue
+        diffs.append(abs(c["alu_share"] - n["sm__inst_executed_pipe_alu.sum"] / n["sm__inst_executed.sum"]))
+    assert len(diffs) >= 250
+    assert np.median(diffs) <= 0.03 and np.quantile(diffs, 0.9) <= 0.16, (np.median(diffs), np.quantile(diffs, 0.9))
 
 
 def test_the_stated_error_is_the_latest_blind_rounds():

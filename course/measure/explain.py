@@ -19,7 +19,9 @@ that one unit were the only limit:
            unrolled loop counted per execution as the SASS's main and remainder loops (or the copies its body
            repeats) say (:func:`course.trace.sass_flight.per_execution`); instructions outside every SASS loop
            run at most once per warp, and the slow-path subroutines not at all
-           (:func:`course.trace.sass_flight.placement`)
+           (:func:`course.trace.sass_flight.placement`); or, when more than half the SASS is integer, logic,
+           compare or select instructions, the ALU pipe's two cycles for each (16 lanes a scheduler), which Nsight
+           Compute's SM throughput counts as well
 ``atomics`` atomics on one address, one after another (a float add ~1.76 ns each lane, measured on the H200; an
            integer add ~0.75 ns each warp instruction, as ptxas aggregates a warp's integer atomics on one address;
            the SASS says which a kernel makes), or scattered atomics (a warp's lanes on many
@@ -101,6 +103,10 @@ class Constants:
     l2_resident_bytes: float = 40e6  # data below this stays in the 50 MB L2 between launches
     l1_wavefronts_per_cycle: float = 1.0
     issue_efficiency: float = 0.85  # fitted: the share of issue slots a busy kernel keeps
+    # cycles a warp instruction holds the ALU pipe (16 lanes per scheduler): Nsight's ALU pipe % is 2 × the ALU share
+    # of the instructions × issue-active % (vector_add: 2 × 20.97 M / 44.04 M × 36.47 % = 34.7 %, measured 34.84 %;
+    # lane_branch: 91.4 %, measured 91.44 %), so an integer-heavy kernel fills the ALU before the schedulers
+    alu_cycles: float = 2.0
     # a global load's round trip from HBM: 383–444 ns with one 4-byte load in flight per thread at 68 KB to 1.1 MB in
     # flight device-wide (probes_littles_law, run 20261201T053454Z-5844da; bytes in flight / bandwidth)
     latency_s: float = 400e-9
@@ -239,7 +245,10 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # a loop the compiler unrolled but the count could not see (no memory line in it) inflates the SASS estimate:
     # no course kernel issues more than ~36 warp instructions per traced line step (the naive matmul's loop)
     wi = min(wi, c.steps * k.max_instructions_per_step) if c.steps else wi
-    out["issue"] = wi / (busy_sms * k.schedulers * k.clock_hz * k.issue_efficiency)
+    # the schedulers issue one instruction a cycle, but an ALU instruction holds the ALU pipe two: an integer-heavy
+    # kernel (more than half its SASS on the ALU) is limited by that pipe, which Nsight's SM throughput counts too
+    slots = max(wi, wi * (c.alu_share or 0.0) * k.alu_cycles)
+    out["issue"] = slots / (busy_sms * k.schedulers * k.clock_hz * k.issue_efficiency)
     out["atomics"] = atomics_s(c, k)
     # latency: each wave of resident blocks waits for its loads one round trip after another
     waves = c.blocks / (blocks_per_sm * k.sms)
@@ -313,6 +322,9 @@ _WHY = {
     "latency": "no unit is busy: too few loads in flight to hide the memory latency — more independent loads "
                "per thread (unroll, wider loads) or more warps per SM",
     "launch": "the launch is so small that its fixed cost is most of it: do more per launch",
+    "alu": "the SM's ALU pipe is full: {share:.0%} of the instructions are integer, logic, compare or select ones, "
+           "and each holds the ALU (16 lanes a scheduler) two cycles — fewer index computations (hoist them out of "
+           "loops, cheaper indices), or float work in their place",
     # the binding ceiling when no unit is busy (the limiter is then "latency", as the profile would name it)
     "blocks": "no unit is busy: the GPU starts and retires blocks no faster than about 1.66 G a second, and this "
               "grid has so many small blocks that starting them is the limit — fewer, larger blocks, or a "
@@ -320,10 +332,13 @@ _WHY = {
 }
 
 
-def why_of(limiter: str, ordered: dict) -> str:
-    """The sentence for ``limiter``; for ``latency`` whose binding ceiling is the block rate, the block rate's."""
+def why_of(limiter: str, ordered: dict, alu_share: Optional[float] = None, k: Constants = H200) -> str:
+    """The sentence for ``limiter``; for ``latency`` whose binding ceiling is the block rate, the block rate's; for
+    ``issue`` when the ALU pipe fills before the schedulers (``alu_share`` × ``alu_cycles`` > 1), the ALU's."""
     if limiter == "latency" and ordered and next(iter(ordered)) == "blocks":
         return _WHY["blocks"]
+    if limiter == "issue" and (alu_share or 0.0) * k.alu_cycles > 1.0:
+        return _WHY["alu"].format(share=alu_share)
     return _WHY[limiter]
 
 
@@ -352,14 +367,17 @@ BUSY = 0.6  # a unit at this share of its peak is the limiter (Nsight Compute's 
 LAUNCH_BOUND_S = 4e-6  # a launch this short with no busy unit is "launch"
 
 
-def limiter_of(ceil: dict, seconds: float, k: Constants = H200) -> str:
+def limiter_of(ceil: dict, seconds: float, k: Constants = H200, sm_share: float = 1.0) -> str:
     """The limiter as the profile names it: the unit with the highest predicted share of its peak, if it reaches
     :data:`BUSY`; ``atomics`` when same-address atomics take that share of the time; else ``latency`` (or
     ``launch`` for a launch under :data:`LAUNCH_BOUND_S`).  The ceilings are at achievable rates; a unit's peak is
-    higher where the two differ (DRAM: a copy's 4.25 TB/s of a 4.81 TB/s peak; the schedulers: ``issue_efficiency``)."""
+    higher where the two differ (DRAM: a copy's 4.25 TB/s of a 4.81 TB/s peak; the schedulers: ``issue_efficiency``).
+    ``sm_share`` is the share of the SMs that have work: Nsight Compute averages an SM's units over all 132, so a
+    grid of 8 blocks keeps its 8 SMs' schedulers busy and shows 6 % of them (round 4's Monte Carlo: 5 %)."""
     if ceil.get("atomics", 0.0) >= BUSY * seconds:
         return "atomics"
-    peak = {"dram": k.dram_bps / k.dram_peak_bps, "issue": k.issue_efficiency, "l2": 1.0, "l1": 1.0, "shared": 1.0}
+    peak = {"dram": k.dram_bps / k.dram_peak_bps, "issue": k.issue_efficiency * sm_share, "l2": 1.0,
+            "l1": sm_share, "shared": sm_share}
     util = {u: ceil[u] * f / seconds for u, f in peak.items() if u in ceil and seconds > 0}
     best = max(util, key=util.get) if util else None
     if best is not None and util[best] >= BUSY:
@@ -373,7 +391,7 @@ def predict(c: Counts, k: Constants | None = None) -> tuple:
     ceil = ceilings(c, k)
     ordered = dict(sorted(ceil.items(), key=lambda kv: -kv[1]))
     seconds = combine(ceil, k)
-    return seconds, limiter_of(ceil, seconds, k), ordered
+    return seconds, limiter_of(ceil, seconds, k, min(1.0, c.blocks / k.sms)), ordered
 
 
 def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_s=BUDGET_S) -> Explanation:
@@ -415,7 +433,7 @@ def explain(kernel, griddim, blockdim, *args, dynshared=0, measure=None, budget_
         measured = measure_ms(kernel, griddim, blockdim, args, dynshared=dynshared)
     return Explanation(kernel=fn.__name__, ms=seconds * 1e3, limiter=limiter,
                        ceilings={k: v * 1e3 for k, v in ordered.items()},
-                       launch_overhead_ms=launch_overhead_ms(), why=why_of(limiter, ordered), counts=c, sampled=c.sampled,
+                       launch_overhead_ms=launch_overhead_ms(), why=why_of(limiter, ordered, c.alu_share), counts=c, sampled=c.sampled,
                        seconds=time.perf_counter() - t0, error=stated_error(),
                        measured_ms=None if measured is None else measured)
 

@@ -44,7 +44,10 @@ scored against those frozen predictions, never against a later model:
 - round 6, ``fresh6``: ``course.kernels.fresh6`` (tag ``fresh6``), written the same way after round 5 had been
   scored and the model changed on it, ``data/explain_predictions_fresh6.json``;
 - round 7, ``fresh7``: ``course.kernels.fresh7`` (tag ``fresh7``), written the same way after round 6 had been
-  scored, predicted with round 6's model and constants unchanged (a replicate), ``data/explain_predictions_fresh7.json``.
+  scored, predicted with round 6's model and constants unchanged (a replicate), ``data/explain_predictions_fresh7.json``;
+- round 8, ``fresh8``: ``course.kernels.fresh8`` (tag ``fresh8``), written the same way (its writer ran nothing on a
+  GPU) while round 7 waited for its profile, predicted with the model changed on round 6 (the ALU pipe, the SMs a
+  small grid leaves idle, the copies of an unrolled loop read from its memory lines), ``data/explain_predictions_fresh8.json``.
 
 A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
 page reports for it, and the next round is the blind one.
@@ -80,13 +83,14 @@ FRESH4_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh4.json"
 FRESH5_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh5.json"
 FRESH6_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh6.json"
 FRESH7_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh7.json"
+FRESH8_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh8.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
 ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
           "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",)),
           "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",)),
-          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",))}
+          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",)), "fresh8": (FRESH8_PREDICTIONS, ("fresh8",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
 UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
@@ -94,11 +98,13 @@ UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 #: are the exercises' solutions and the claims' launches, :func:`case_set`'s ``solutions``).
 ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
                  "fresh4": "course.kernels.fresh4_plans", "fresh5": "course.kernels.fresh5_plans",
-                 "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans"}
+                 "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans",
+                 "fresh8": "course.kernels.fresh8_plans"}
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
-#: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was.
-FITTED_ROUNDS = ("unseen", "fresh", "fresh3", "fresh4", "fresh5")
+#: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was, round 6
+#: when the model was changed on it (before round 8 was predicted; round 7 had been predicted without that change).
+FITTED_ROUNDS = ("unseen", "fresh", "fresh3", "fresh4", "fresh5", "fresh6")
 
 
 def split_of(name: str) -> str:
@@ -425,6 +431,8 @@ ROUND_TEXT = {
               "changed on it, by a writer who did not run anything on a GPU",
     "fresh7": "round 7: `course/kernels/fresh7.py`, written the same way after round 6 had been scored, predicted with "
               "round 6's model and constants unchanged (a replicate of round 6's score)",
+    "fresh8": "round 8: `course/kernels/fresh8.py`, written the same way while round 7 waited for its profile, by a "
+              "writer who did not run anything on a GPU, predicted with the model changed on round 6",
 }
 
 

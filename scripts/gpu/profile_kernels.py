@@ -6,7 +6,7 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on), ``fresh`` / ``fresh3`` … ``fresh7`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh7``, tags of the same names: the
+never fitted on), ``fresh`` / ``fresh3`` … ``fresh8`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh8``, tags of the same names: the
 second to seventh rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
@@ -85,9 +85,9 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "all"),
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "all"),
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
-                         "fresh / fresh3 ... fresh7: course.kernels.fresh / fresh3 ... fresh7 (unseen, rounds 2-7); all: every set")
+                         "fresh / fresh3 ... fresh8: course.kernels.fresh / fresh3 ... fresh8 (unseen, rounds 2-8); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
 
 
