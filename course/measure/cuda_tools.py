@@ -7,7 +7,9 @@ reads an nvdisasm listing.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from typing import Iterable, Optional
 
@@ -105,9 +107,22 @@ def ncu_profile(argv: list, metrics: Iterable[str], *, kernel_regex: Optional[st
         cmd += ["-k", f"regex:{kernel_regex}"]
     if launch_count:
         cmd += ["--launch-count", str(launch_count)]
-    res = subprocess.run(cmd + list(argv), capture_output=True, text=True, timeout=timeout)
-    text = res.stdout + "\n" + res.stderr
-    return parse_ncu_csv(res.stdout), scrub(" ".join(cmd[1:]) + "\n" + text[-20000:])
+    # A session of its own: on a timeout the whole group goes (ncu and the child it profiles), so that reading the
+    # pipes cannot wait on a grandchild that still holds them (subprocess.run's timeout kills ncu alone).
+    proc = subprocess.Popen(cmd + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        raise BenchError(f"ncu did not finish within {timeout:.0f} s (killed with the process it profiled); "
+                         f"last output: {scrub((out + err)[-1500:])}")
+    text = out + "\n" + err
+    return parse_ncu_csv(out), scrub(" ".join(cmd[1:]) + "\n" + text[-20000:])
 
 
 def query_metrics(ncu: str, timeout: float = 120) -> set:

@@ -18,8 +18,8 @@ Per case, in this process (no profiler attached):
   issue time inside when the kernel is shorter than it);
 - ``host_issue_ms``: the host's time to issue one launch (:func:`course.measure.bench.host_ms`): numba's launch overhead.
 
-Then one child process under ``ncu --clock-control none`` launches every case once (same seeds) and
-Nsight Compute's counters are joined to the cases in launch order (the kernel name is checked): kernel
+Then child processes under ``ncu --clock-control none``, a few cases each (``--chunk``), launch every case once
+(same seeds) and Nsight Compute's counters are joined to the cases in launch order (the kernel name is checked): kernel
 time (``gpu__time_duration.sum``), DRAM / L2 / L1 / SM throughput as % of peak, issue-active, achieved
 and theoretical occupancy, DRAM bytes, L2 sectors, shared wavefronts, warp instructions by kind, atomics,
 registers, and the warp-stall reasons.  What was asked for and what came back are both recorded.
@@ -89,6 +89,10 @@ def arguments(ap):
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
                          "fresh / fresh3 ... fresh8: course.kernels.fresh / fresh3 ... fresh8 (unseen, rounds 2-8); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
+    ap.add_argument("--chunk", type=int, default=6, help="cases per Nsight Compute child (default 6)")
+    ap.add_argument("--deadline", type=float, default=560.0,
+                    help="seconds from the start after which no ncu child starts and a running one is stopped "
+                         "(default 560: a device call's 600 s less the set-up)")
 
 
 def argparse_suppress():
@@ -229,26 +233,45 @@ def ceilings():
 
 
 def profile(cases):
+    """Nsight Compute's counters for ``cases``, a few cases per ncu child (``--chunk``), so that a child that runs out
+    of time (``--deadline``) loses its own cases only: those are recorded as failures and the rest keep theirs."""
     ncu = H.require_tool("ncu", "Nsight Compute")
     known = cuda_tools.query_metrics(ncu)
     asked = METRICS + [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
     metrics = [m for m in asked if not known or m.split(".")[0] in known]
-    argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out), "--set", H.args.set]
-    if H.args.only:
-        argv += ["--only", H.args.only]
-    launches, log = cuda_tools.ncu_profile(argv, metrics, timeout=560 - H.elapsed())
-    H.write_text("ncu_log.txt", log)
-    done = json.loads(pathlib.Path(H.out, "ncu_child.json").read_text())
-    ok = [d for d in done if d["ok"]]
-    prof = {}
-    for d, launch in zip(ok, launches):
-        if d["kernel"] not in launch.get("kernel", ""):
-            H.failed[f"ncu:{d['case']}"] = f"launch order mismatch: {d['kernel']} vs {launch.get('kernel', '')[:60]}"
+    prof, logs = {}, []
+    names = [c.name for c in cases]
+    for i in range(0, len(names), H.args.chunk):
+        chunk = names[i:i + H.args.chunk]
+        left = H.args.deadline - H.elapsed()
+        if left < 20:
+            for name in chunk:
+                H.failed[f"ncu:{name}"] = f"not profiled: the run's deadline ({H.args.deadline:.0f} s) came first"
             continue
-        prof[d["case"]] = {k: v for k, v in launch.items() if k not in ("id", "kernel")}
-    for d in done:
-        if not d["ok"]:
-            H.failed[f"ncu:{d['case']}"] = d["error"]
+        argv = [sys.executable, str(pathlib.Path(__file__).resolve()), "--role", "ncu", "--out", str(H.out),
+                "--set", H.args.set, "--only", ",".join(chunk)]
+        child_file = pathlib.Path(H.out, "ncu_child.json")
+        child_file.unlink(missing_ok=True)
+        try:
+            launches, log = cuda_tools.ncu_profile(argv, metrics, timeout=left - 10)
+        except Exception as e:  # this chunk has no counters; the next one may
+            for name in chunk:
+                H.failed[f"ncu:{name}"] = f"{type(e).__name__}: {str(e)[:600]}"
+            H.log(f"ncu chunk {chunk[0]}..{chunk[-1]} failed: {str(e)[:200]}")
+            continue
+        logs.append(log)
+        H.log(f"ncu: {len(launches)} launches of {chunk[0]}..{chunk[-1]}")
+        done = json.loads(child_file.read_text()) if child_file.exists() else []
+        ok = [d for d in done if d["ok"]]
+        for d, launch in zip(ok, launches):
+            if d["kernel"] not in launch.get("kernel", ""):
+                H.failed[f"ncu:{d['case']}"] = f"launch order mismatch: {d['kernel']} vs {launch.get('kernel', '')[:60]}"
+                continue
+            prof[d["case"]] = {k: v for k, v in launch.items() if k not in ("id", "kernel")}
+        for d in done:
+            if not d["ok"]:
+                H.failed[f"ncu:{d['case']}"] = d["error"]
+    H.write_text("ncu_log.txt", "\n\n".join(logs))
     return prof, metrics, sorted(set(asked) - set(metrics))
 
 
