@@ -8,7 +8,7 @@ eight counts of :meth:`course.trace.Report.totals` with the hardware's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -40,16 +40,31 @@ class Case:
         return tuple(self.make_args(np.random.default_rng(seed)))
 
 
+class At(NamedTuple):
+    """An answer at some elements only: ``values`` at the flat positions ``flat`` (for :func:`compare`)."""
+    flat: np.ndarray
+    values: np.ndarray
+
+
 def compare(want: dict, after: tuple, rtol: float, atol: float, names=None, frac: float = 0.0) -> str:
     """'' when every argument in ``want`` (index -> NumPy answer) holds its answer after the launch, but for a share
     ``frac`` of its elements, else the first wrong element (``names``: the arguments' names, default "argument i")."""
     for i, w in want.items():
         got = np.asarray(after[i])
-        w = np.asarray(w, dtype=np.float64).reshape(got.shape)
+        shape = got.shape
+        if isinstance(w, At):  # the answer at some elements only (a reference too slow for every element)
+            flat = np.asarray(w.flat)
+            got, w = got.reshape(-1)[flat], np.asarray(w.values, dtype=np.float64)
+        else:
+            flat = None
+            w = np.asarray(w, dtype=np.float64).reshape(shape)
         bad = ~np.isclose(got.astype(np.float64), w, rtol=rtol, atol=atol, equal_nan=True)
         if bad.sum() > frac * bad.size:
-            at = tuple(int(j) for j in np.argwhere(bad)[0])
+            first = np.argwhere(bad)[0]
+            at = tuple(int(j) for j in first)
+            where = at if flat is None else tuple(int(j) for j in np.unravel_index(int(flat[at[0]]), shape))
             name = names[i] if names else f"argument {i}"
-            return (f"{name}{list(at)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {bad.size} elements "
+            checked = f"{bad.size} elements" if flat is None else f"{bad.size} elements checked"
+            return (f"{name}{list(where)} is {got[at]}, expected {w[at]:.7g} ({int(bad.sum())} of {checked} "
                     f"wrong)")
     return ""
