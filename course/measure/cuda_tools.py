@@ -113,14 +113,14 @@ def ncu_profile(argv: list, metrics: Iterable[str], *, kernel_regex: Optional[st
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=max(1.0, timeout))
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as timed_out:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
         out, err = proc.communicate()
         raise BenchError(f"ncu did not finish within {timeout:.0f} s (killed with the process it profiled); "
-                         f"last output: {scrub((out + err)[-1500:])}")
+                         f"last output: {scrub((out + err)[-1500:])}") from timed_out
     text = out + "\n" + err
     return parse_ncu_csv(out), scrub(" ".join(cmd[1:]) + "\n" + text[-20000:])
 

@@ -48,7 +48,7 @@ class Counts:
     loads_in_flight: Optional[float] = None  # the SASS's: loads a warp issues before waiting (sass_flight)
     float_atomics: Optional[float] = None  # share of the global atomics that are floating-point (SASS)
     alu_share: Optional[float] = None  # share of the SASS instructions the ALU pipe runs (:data:`ALU_OPCODES`)
-    partial_stores: float = 0.0  # share of store sectors only partly written (4 of 32 bytes, say)
+    partial_stores: float = 0.0  # share of store sectors partly written (4 of 32 bytes, say) and not filled by the same warp
     atomic_lanes: float = 1.0  # active lanes per atomic warp instruction
     atomic_scattered: float = 0.0  # atomic lanes whose warp spreads them over many sectors (a random histogram)
     atomic_target_bytes: float = 0.0  # bytes of the array those atomics go to
@@ -111,6 +111,23 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
     loaded: set = set()
     store_sectors: list = []
     sites_per_warp: dict = {}
+    # bytes each warp's own stores put into each sector: a sector one store leaves partly written and the same warp's
+    # next stores fill (the fields of a structure, a pixel's channels) reaches the L2 as whole sectors do (round 8's
+    # 16-byte-pixel transpose: 30.2 M L2 sectors at 92 % in 149 µs), and so does one the block also reads (a
+    # structure updated in place: its sector is in the L2 when the store comes; fresh5_particles_aos, 2.7x slow at the
+    # partial rate); a partial write is one that neither fills
+    by_warp: dict = {}
+    read_by_block: set = set()
+    for w in accesses:
+        if w.space == "global" and w.op in ("store", "load"):
+            for la in w.lanes:
+                if la is None:
+                    continue
+                if w.op == "load":
+                    read_by_block.add((w.array, la.addr // 32))
+                else:
+                    key = (w.warp, w.array, la.addr // 32)
+                    by_warp[key] = by_warp.get(key, 0) + w.size
     for w in accesses:
         if w.space != "global":  # a shared atomic stays in its block's SM: no same-address chain across the device
             continue
@@ -134,7 +151,8 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
             sites_per_warp.setdefault(w.warp, set()).add((w.line, w.array))
         elif w.op == "store":
             st_sectors += len(per_sector)
-            st_partial += sum(1 for b in per_sector.values() if b < 32)
+            st_partial += sum(1 for sec, b in per_sector.items()
+                              if b < 32 and by_warp[(w.warp, w.array, sec)] < 32 and (w.array, sec) not in read_by_block)
             in_loop = any(a <= w.line <= b for a, b in loops)
             for sec, b in per_sector.items():
                 written[(w.array, sec)] = written.get((w.array, sec), 0) + b
@@ -225,7 +243,7 @@ def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[floa
     # execution) at 1.5x or more of what the per-execution count implies correct the whole loop's lines; less is a
     # remainder loop's extra copy (main u + remainder 1), and fewer copies are vector loads that merged copies
     fewer: dict = {}
-    for ln, key, n, s in rows:
+    for ln, key, n, _s in rows:
         if key in per_exec and ln in measured and per_exec[key] > 0:
             n -= cold_of.get(key, 0)
             n_loop = n - (min(n, straight_of.get(key, 0)) if straight_of is not None else 0)
@@ -304,8 +322,10 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     missing = object()
     saved = g.get("range", missing)
     try:
-        # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores)
-        g["range"] = LoopSampler(cap=2)
+        # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores), but for a
+        # loop of at most 4 (a pixel's channels, a vector's components): cut, its later trips' reuse and the rest of
+        # the sectors its stores fill were missed (round 8's RGBA blend and 16-byte-pixel transpose, 2.5-3.5x slow)
+        g["range"] = LoopSampler(cap=2, whole=16)
         detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
                        lines=False, compiler=False, while_as_range=True)
         t_detail = time.perf_counter() - t0

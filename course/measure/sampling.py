@@ -16,8 +16,9 @@ class LoopSampler:
     """Stands in for ``range`` in the kernel's module while it is traced: long loops run their first
     :data:`LOOP_CAP` trips, and each loop's header line keeps (trips asked for, trips run)."""
 
-    def __init__(self, cap: int = LOOP_CAP):
+    def __init__(self, cap: int = LOOP_CAP, whole: int = 0):
         self.cap = cap
+        self.whole = whole  # a loop of at most this many trips runs them all, whatever the cap
         self.trips: dict = {}  # (filename, header line) -> [asked, run, calls]
 
     def __call__(self, *a):
@@ -28,7 +29,7 @@ class LoopSampler:
         st = self.trips.setdefault((f.f_code.co_filename, f.f_lineno), [0, 0, 0])
         st[0] += len(r)
         st[2] += 1
-        if len(r) <= self.cap:
+        if len(r) <= max(self.cap, self.whole):
             st[1] += len(r)
             return r
         st[1] += self.cap
