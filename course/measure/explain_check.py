@@ -47,7 +47,10 @@ scored against those frozen predictions, never against a later model:
   scored, predicted with round 6's model and constants unchanged (a replicate), ``data/explain_predictions_fresh7.json``;
 - round 8, ``fresh8``: ``course.kernels.fresh8`` (tag ``fresh8``), written the same way (its writer ran nothing on a
   GPU) while round 7 waited for its profile, predicted with the model changed on round 6 (the ALU pipe, the SMs a
-  small grid leaves idle, the copies of an unrolled loop read from its memory lines), ``data/explain_predictions_fresh8.json``.
+  small grid leaves idle, the copies of an unrolled loop read from its memory lines), ``data/explain_predictions_fresh8.json``;
+- round 9, ``fresh9``: ``course.kernels.fresh9`` (tag ``fresh9``), written the same way (its writer ran nothing on a
+  GPU) after round 8 had been scored, predicted with the model changed on round 8 (loops of up to 16 trips traced
+  whole, stores that the same warp completes), ``data/explain_predictions_fresh9.json``.
 
 A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
 page reports for it, and the next round is the blind one.
@@ -84,13 +87,15 @@ FRESH5_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh5.json"
 FRESH6_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh6.json"
 FRESH7_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh7.json"
 FRESH8_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh8.json"
+FRESH9_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh9.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
 ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
           "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",)),
           "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",)),
-          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",)), "fresh8": (FRESH8_PREDICTIONS, ("fresh8",))}
+          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",)), "fresh8": (FRESH8_PREDICTIONS, ("fresh8",)),
+          "fresh9": (FRESH9_PREDICTIONS, ("fresh9",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
 UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
@@ -99,7 +104,7 @@ UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
                  "fresh4": "course.kernels.fresh4_plans", "fresh5": "course.kernels.fresh5_plans",
                  "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans",
-                 "fresh8": "course.kernels.fresh8_plans"}
+                 "fresh8": "course.kernels.fresh8_plans", "fresh9": "course.kernels.fresh9_plans"}
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
 #: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was, round 6
@@ -434,6 +439,8 @@ ROUND_TEXT = {
               "round 6's model and constants unchanged (a replicate of round 6's score)",
     "fresh8": "round 8: `course/kernels/fresh8.py`, written the same way while round 7 waited for its profile, by a "
               "writer who did not run anything on a GPU, predicted with the model changed on round 6",
+    "fresh9": "round 9: `course/kernels/fresh9.py`, written the same way after round 8 had been scored, by a writer who "
+              "did not run anything on a GPU, predicted with the model changed on round 8",
 }
 
 

@@ -6,8 +6,8 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on), ``fresh`` / ``fresh3`` … ``fresh8`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh8``, tags of the same names: the
-second to seventh rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+never fitted on), ``fresh`` / ``fresh3`` … ``fresh9`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh9``, tags of the same names: the
+second to ninth rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
@@ -85,9 +85,10 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 def arguments(ap):
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "all"),
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
+                                                           "all"),
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
-                         "fresh / fresh3 ... fresh8: course.kernels.fresh / fresh3 ... fresh8 (unseen, rounds 2-8); all: every set")
+                         "fresh / fresh3 ... fresh9: course.kernels.fresh / fresh3 ... fresh9 (unseen, rounds 2-9); all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
     ap.add_argument("--chunk", type=int, default=6, help="cases per Nsight Compute child (default 6)")
     ap.add_argument("--deadline", type=float, default=560.0,
