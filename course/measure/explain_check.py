@@ -332,6 +332,10 @@ def predictions(counts: dict, k: X.Constants) -> dict:
     return out
 
 
+#: The files whose last commit is the model a pre-registration used (the model and the counting it reads).
+MODEL_FILES = ("course/measure/explain.py", "course/measure/explain_count.py", "course/measure/sampling.py")
+
+
 def predict_unseen(counts: dict, round_: str = "unseen") -> dict:
     """The pre-registration: every unseen case's prediction with the constants in force now, and where from."""
     k = X.constants()
@@ -347,7 +351,7 @@ def predict_unseen(counts: dict, round_: str = "unseen") -> dict:
                 "made on the CPU before they were profiled on the H200; explain_check scores the profile against "
                 "these, not a later model",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _git("rev-parse", "HEAD"), "model_commit": _git("log", "-1", "--format=%H", "--", "course/measure/explain.py"),
+        "commit": _git("rev-parse", "HEAD"), "model_commit": _git("log", "-1", "--format=%H", "--", *MODEL_FILES),
         "constants_source": source, "constants": dataclasses.asdict(k),
         "sample_blocks": SAMPLE, "loop_cap": LOOP_CAP,
         "limiters": dict(sorted(_tally(v["limiter"] for v in predictions(counts, k).values()).items())),
