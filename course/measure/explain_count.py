@@ -106,25 +106,23 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
     sectors = lines = ld_sectors = st_sectors = st_partial = 0
     atom_lanes = atom_n = scattered_lanes = 0
     atom_arrays: set = set()
-    seen: set = set()
     written: dict = {}  # (array, sector) -> bytes the block's stores write into it
-    loaded: set = set()
     store_sectors: list = []
     sites_per_warp: dict = {}
     # bytes each warp's own stores put into each sector: a sector one store leaves partly written and the same warp's
     # next stores fill (the fields of a structure, a pixel's channels) reaches the L2 as whole sectors do (round 8's
     # 16-byte-pixel transpose: 30.2 M L2 sectors at 92 % in 149 µs), and so does one the block also reads (a
     # structure updated in place: its sector is in the L2 when the store comes; fresh5_particles_aos, 2.7x slow at the
-    # partial rate); a partial write is one that neither fills
+    # partial rate); a partial write is one that neither fills.  ``loaded``: the (array, sector)s the block reads
     by_warp: dict = {}
-    read_by_block: set = set()
+    loaded: set = set()
     for w in accesses:
         if w.space == "global" and w.op in ("store", "load"):
             for la in w.lanes:
                 if la is None:
                     continue
                 if w.op == "load":
-                    read_by_block.add((w.array, la.addr // 32))
+                    loaded.add((w.array, la.addr // 32))
                 else:
                     key = (w.warp, w.array, la.addr // 32)
                     by_warp[key] = by_warp.get(key, 0) + w.size
@@ -146,13 +144,11 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
         lines += len({sec // 4 for sec in per_sector})
         if w.op == "load":
             ld_sectors += len(per_sector)
-            loaded |= {(w.array, sec) for sec in per_sector}
-            seen |= {(w.array, sec) for sec in per_sector}
             sites_per_warp.setdefault(w.warp, set()).add((w.line, w.array))
         elif w.op == "store":
             st_sectors += len(per_sector)
             st_partial += sum(1 for sec, b in per_sector.items()
-                              if b < 32 and by_warp[(w.warp, w.array, sec)] < 32 and (w.array, sec) not in read_by_block)
+                              if b < 32 and by_warp[(w.warp, w.array, sec)] < 32 and (w.array, sec) not in loaded)
             in_loop = any(a <= w.line <= b for a, b in loops)
             for sec, b in per_sector.items():
                 written[(w.array, sec)] = written.get((w.array, sec), 0) + b
@@ -164,7 +160,7 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
                        lone_partial=len(left) / st_sectors if st_sectors else 0.0,
                        partial_arrays={a for a, _ in left})
     ratio = lines / sectors if sectors else 0.25
-    hit = 1.0 - len(seen) / ld_sectors if ld_sectors else 0.0
+    hit = 1.0 - len(loaded) / ld_sectors if ld_sectors else 0.0
     ilp = float(np.median([len(x) for x in sites_per_warp.values()])) if sites_per_warp else 1.0
     partial = st_partial / st_sectors if st_sectors else 0.0
     return ratio, hit, ilp, partial, (atom_lanes / atom_n if atom_n else 1.0)
@@ -323,8 +319,9 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     saved = g.get("range", missing)
     try:
         # the detail pass: every access of block 0, loops cut to 2 trips (lines per request, reuse, stores), but for a
-        # loop of at most 4 (a pixel's channels, a vector's components): cut, its later trips' reuse and the rest of
-        # the sectors its stores fill were missed (round 8's RGBA blend and 16-byte-pixel transpose, 2.5-3.5x slow)
+        # loop of at most 16 (a pixel's channels, a filter's taps): cut, its later trips' reuse and the rest of the
+        # sectors its stores fill were missed (round 8's RGBA blend and 16-byte-pixel transpose 2.5-3.5x slow, its
+        # 16-tap FIR 2x)
         g["range"] = LoopSampler(cap=2, whole=16)
         detail = trace(kernel, griddim, blockdim, *run_args, dynshared=dynshared, blocks=[0], detail_blocks=[0],
                        lines=False, compiler=False, while_as_range=True)

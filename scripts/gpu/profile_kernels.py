@@ -83,12 +83,15 @@ STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", 
 
 
 def arguments(ap):
+    from course.measure.explain_check import ROUND_MODULES  # the one registry of the blind rounds
+
+    rounds = list(ROUND_MODULES)
     ap.add_argument("--role", default="", help=argparse_suppress())
     ap.add_argument("--only", default="", help="comma-separated case names (default: every case)")
-    ap.add_argument("--set", default="timed", choices=("timed", "solutions", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
-                                                           "all"),
+    ap.add_argument("--set", default="timed", choices=("timed", "solutions", *rounds, "all"),
                     help="timed: the chapters' kernels; solutions: the exercises' solutions (unseen, round 1); "
-                         "fresh / fresh3 ... fresh9: course.kernels.fresh / fresh3 ... fresh9 (unseen, rounds 2-9); all: every set")
+                         f"{' / '.join(rounds)}: course.kernels.<set> (unseen, rounds 2-{len(rounds) + 1}); "
+                         "all: every set")
     ap.add_argument("--no-ncu", action="store_true", help="time only; no Nsight Compute child")
     ap.add_argument("--chunk", type=int, default=6, help="cases per Nsight Compute child (default 6)")
     ap.add_argument("--deadline", type=float, default=560.0,
