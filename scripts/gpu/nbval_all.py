@@ -14,6 +14,7 @@ import argparse
 import concurrent.futures as cf
 import datetime as dt
 import json
+import os
 import pathlib
 import platform
 import re
@@ -28,10 +29,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def _one(path: pathlib.Path, out: pathlib.Path, timeout: float) -> dict:
     t0 = time.perf_counter()
     log = out / f"nbval_{path.stem}.log"
+    env = dict(os.environ)  # the notebooks' kernels run in notebooks/: the repository root goes on the path
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(ROOT), env.get("PYTHONPATH", "")) if x)
     try:
         p = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-p", "no:cacheprovider",
                             str(path.relative_to(ROOT))], cwd=ROOT, capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=env)
         text, code = p.stdout + p.stderr, p.returncode
     except subprocess.TimeoutExpired as e:
         text = f"{e.stdout or ''}{e.stderr or ''}\n[timed out after {timeout:.0f} s]"
