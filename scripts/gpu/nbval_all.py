@@ -6,6 +6,9 @@ Writes DIR/h200_nbval.json (the record ``data/artifacts/h200_nbval.json`` keeps)
 notebook.  Each notebook runs ``python3 -m pytest --nbval-lax`` in its own process with a time limit, so one
 notebook that hangs or dies is recorded as failed and the others still run.  The commit is passed in (the
 device's copy of the tree has no git history).
+
+The device image lacks greenlet (the CPU engine's scheduler, imported by ``course``): fetch it with the numpy
+wheel, ``bash ../shared/gpu/fetch-wheels.sh greenlet pytest-timeout``, and carry ``.whl``.
 """
 
 from __future__ import annotations
