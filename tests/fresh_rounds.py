@@ -1,4 +1,4 @@
-"""What the blind rounds' case tests (tests/test_fresh_cases.py, test_fresh3_cases.py, test_fresh4_cases.py, test_fresh5_cases.py, test_fresh6_cases.py, test_fresh7_cases.py, test_fresh8_cases.py, test_fresh9_cases.py) share:
+"""What the blind rounds' case tests (tests/test_fresh_cases.py, test_fresh3_cases.py, test_fresh4_cases.py, test_fresh5_cases.py, test_fresh6_cases.py, test_fresh7_cases.py, test_fresh8_cases.py, test_fresh9_cases.py, test_fresh10_cases.py) share:
 the byte limits of a gpu-scale launch, a case run on the CPU engine, an output with a wrong element, and the checks
 that a gpu argument set builds in time and that every kernel compiles for the GPU.  Not a test file itself."""
 

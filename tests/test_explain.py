@@ -2,13 +2,14 @@
 for any launch (awkward shapes included) with a limiter it can name.  No timing here: the H200's times come from
 data/measurements/kernel_profiles.json, and how long explain takes is a benchmark's business."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 import course
-from numba import cuda
+from numba import cuda, float32
 from course import engine
 from course.kernels import basics
 from course.measure import explain as X
@@ -485,3 +486,45 @@ def test_a_loop_over_a_tuple_of_constants_is_a_fixed_loop():
     outer = next(lp for lp in loops if lp[0] == at)
     assert outer[2] == 5.0 and outer[1] > inner
     assert any(lp[0] == inner and lp[2] is None for lp in loops)  # the while loop inside it
+
+
+@cuda.jit
+def _gather_table(idx, table, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = table[idx[i]]
+
+
+@cuda.jit
+def _column_sums(a, out):
+    c = cuda.grid(1)
+    if c < a.shape[1]:
+        s = float32(0)
+        for r in range(a.shape[0]):
+            s += a[r, c]
+        out[c] = s
+
+
+def test_a_random_gather_from_a_big_table_comes_back_to_its_sectors_a_column_walk_does_not():
+    """Loads that come back to a sector of a large array at irregular places (a random gather: 4 gathers a table
+    sector, none of them near another) are counted as re-touches; a column walk's warps read 32 neighbouring words
+    a row (one stride), and a row's sector read again by the next row's load is the same block's reuse, not a
+    gather's, so it has none.  Beyond the L2 the re-touches cost the L2 ``far_miss_per_s`` each, inside it nothing."""
+    rng = np.random.default_rng(3)
+    n_table = 1 << 22  # 16 MiB of float32: the rule's least array
+    n = 4 * (n_table // 8)  # 4 gathers per table sector
+    idx = rng.integers(0, n_table, n).astype(np.int32)
+    c, _ = X.count(_gather_table, (n // 256,), (256,), (idx, np.ones(n_table, np.float32), np.zeros(n, np.float32)),
+                   sample=4, loop_cap=4)
+    assert len(c.far_retouch) == 1
+    again, nbytes = c.far_retouch[0]
+    assert nbytes == 4 * n_table and again == pytest.approx(n - n_table / 8, rel=0.05)
+    a = np.ones((1024, 4096), np.float32)  # 16 MiB, walked down its columns
+    c2, _ = X.count(_column_sums, (16,), (256,), (a, np.zeros(4096, np.float32)), sample=4, loop_cap=4)
+    assert c2.far_retouch == []
+    k = X.constants()
+    far = dataclasses.replace(c, far_retouch=[[again, 4 * k.l2_resident_bytes]])  # an array 4x the L2's hold
+    base = X.ceilings(dataclasses.replace(c, far_retouch=[]), k)
+    assert X.ceilings(far, k)["l2"] - base["l2"] == pytest.approx(again * 0.75 / k.far_miss_per_s)
+    inside = dataclasses.replace(c, far_retouch=[[again, 0.5 * k.l2_resident_bytes]])
+    assert X.ceilings(inside, k)["l2"] == pytest.approx(base["l2"])

@@ -10,7 +10,9 @@ that one unit were the only limit:
 ``dram``   bytes that must come from (or go to) HBM over the measured copy bandwidth; nothing when the
            launch's data fits in the L2 and stays there between launches (the "L2-resident" regime); sectors
            left partly written in an array beyond the L2 (a random scatter) go at the rate the H200 probe measured
-``l2``     32-byte sectors between the SMs and the L2 (loads that miss L1, every store) over the L2's rate
+``l2``     32-byte sectors between the SMs and the L2 (loads that miss L1, every store) over the L2's rate, plus the
+           misses of loads that come back, at irregular places, to a sector of an array larger than the L2 (a random
+           gather from a big table, a pointer chase: each an HBM access of 64 bytes) at ``far_miss_per_s`` (fitted)
 ``l1``     the L1/shared data path: one wavefront per cycle per SM — the 128-byte lines of every global
            request (an uncoalesced request needs many) plus every shared-memory wavefront
 ``shared`` the same path when shared-memory wavefronts (bank conflicts included) are most of it
@@ -33,7 +35,9 @@ that one unit were the only limit:
            L2's when the launch's data stay in the L2, HBM's otherwise; HBM's is chapter 06's Little's-law probe,
            0.40 µs, ``probes_littles_law``), or a warp's own instructions one after another (each waits
            ``dependent_cycles`` for the one before: few warps per scheduler cannot hide that), whichever is longer;
-           plus each barrier and each wave of blocks' start and drain (``wave_s``), once per wave of resident blocks
+           plus each barrier (``barrier_s`` for a block of 8 warps, in proportion to its warps: a barrier waits for
+           the block's slowest warp) and each wave of blocks' start and drain (``wave_s``), once per wave of resident
+           blocks
 ``blocks`` blocks started and retired: the GPU starts about 1.66 G blocks a second (all SMs together), so a grid of
            2^18 blocks of 32 to 512 threads takes 0.160 ms whatever they do (``probes_block_rate``; so do the
            exercises' 2^25-element kernels in 2^18 blocks of 64 to 128 threads, 2 to 8 bytes an element)
@@ -128,7 +132,9 @@ class Constants:
     l2_partial_sectors_per_s: float = 7.0e10  # fitted: store sectors written only in part (a scattered store)
     default_registers: int = 32  # without compiler facts
     l1_latency_s: float = 40e-9  # fitted: a load that hits L1
-    barrier_s: float = 300e-9  # fitted: what one syncthreads adds to a block's chain
+    barrier_s: float = 300e-9  # fitted: what one syncthreads adds to the chain of a block of 8 warps
+    # misses of loads that come back to a sector of an array beyond the L2, per second (fitted; see ceilings)
+    far_miss_per_s: float = 44e9
     l2_fill_share: float = 0.5  # L2 sectors of work per HBM sector filled or drained (the profile's lts counters)
     max_instructions_per_step: float = 32.0  # the profile's most SASS instructions per traced warp line step
     instructions_per_step: float = 6.0  # fitted fallback: SASS per traced warp line step, without compiler facts
@@ -231,6 +237,14 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # read_strided: lts__t_sectors minus the L1's sectors over the DRAM sectors, in the profile run)
     l2_sectors = l2_loads + full_st + c.atomics + k.l2_fill_share * c.dram_bytes / 32
     out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
+    # loads that come back to a sector of an array larger than the L2 (a random gather from a big table, a pointer
+    # chase) miss it in the share of the array the L2 cannot hold: each miss one HBM access of 64 bytes, and the L2
+    # handles about 44 G of them a second (round 5's chases and round 8's table_interp_hbm: 42-47 G/s of 64-byte
+    # HBM accesses, with the L2 the busiest unit; before, predicted 2.4-3.5x fast)
+    far = sum(n * max(0.0, 1.0 - k.l2_resident_bytes / b) for n, b in c.far_retouch)
+    if far:
+        out["l2"] += far / k.far_miss_per_s
+        out["dram"] += far * 64 / k.dram_bps
     lone_st = c.gst_sectors * c.lone_partial_stores
     if lone_st and c.store_target_bytes > k.l2_resident_bytes:
         # sectors left partly written in an array beyond the L2: HBM reads and writes the lines around them
@@ -264,7 +278,9 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     # (no store drain: a warp exits with its stores in flight; a fitted drain of 0.4–0.8 µs per block made every
     # streaming kernel latency-bound, where the profile finds the L2 busiest)
     own = (wi / warps) * k.dependent_cycles / k.clock_hz if warps else 0.0
-    chain = max(trips * lat, own) + c.barriers * k.barrier_s + k.wave_s
+    # a barrier waits for the block's slowest warp, the longer the more warps wait at it: barrier_s is a block of 8
+    # warps' (chapter 05's tile transposes in blocks of 32 warps were predicted 0.67x with one cost for every block)
+    chain = max(trips * lat, own) + c.barriers * k.barrier_s * wpb / 8 + k.wave_s
     out["latency"] = max(1.0, waves) * chain if (c.gld_requests or own) else 0.0
     out["blocks"] = c.blocks / k.blocks_per_s
     out["launch"] = k.launch_floor_s

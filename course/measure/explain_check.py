@@ -50,7 +50,11 @@ scored against those frozen predictions, never against a later model:
   small grid leaves idle, the copies of an unrolled loop read from its memory lines), ``data/explain_predictions_fresh8.json``;
 - round 9, ``fresh9``: ``course.kernels.fresh9`` (tag ``fresh9``), written the same way (its writer ran nothing on a
   GPU) after round 8 had been scored, predicted with the model changed on round 8 (loops of up to 16 trips traced
-  whole, stores that the same warp completes), ``data/explain_predictions_fresh9.json``.
+  whole, stores that the same warp completes), ``data/explain_predictions_fresh9.json``;
+- round 10, ``fresh10``: ``course.kernels.fresh10`` (tag ``fresh10``), written the same way (its writer ran nothing on
+  a GPU) after rounds 7 and 9 had been scored, predicted with the model changed on them (loads that come back to a
+  sector of an array beyond the L2 at irregular places miss it; a barrier costs in proportion to the block's warps),
+  ``data/explain_predictions_fresh10.json``.
 
 A round, once scored, joins the calibration/held-out split (:data:`FITTED_ROUNDS`): its frozen score stays what the
 page reports for it, and the next round is the blind one.
@@ -77,7 +81,7 @@ from course.measure.sampling import LOOP_CAP
 OUT = X.VALIDATION
 DOC = X.ROOT / "docs" / "explain_validation.md"
 FITTED = ("issue_efficiency", "l2_latency_s", "l1_latency_s", "barrier_s", "overlap", "l2_partial_sectors_per_s",
-          "instructions_per_step", "l2_resident_bytes", "wave_s", "dependent_cycles")
+          "instructions_per_step", "l2_resident_bytes", "wave_s", "dependent_cycles", "far_miss_per_s")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
 FRESH_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh.json"
@@ -88,6 +92,7 @@ FRESH6_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh6.json"
 FRESH7_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh7.json"
 FRESH8_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh8.json"
 FRESH9_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh9.json"
+FRESH10_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh10.json"
 #: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
 #: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
 #: to the model after round 1 had been looked at and the model changed on it: round 2).
@@ -95,7 +100,7 @@ ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDIC
           "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",)),
           "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",)),
           "fresh7": (FRESH7_PREDICTIONS, ("fresh7",)), "fresh8": (FRESH8_PREDICTIONS, ("fresh8",)),
-          "fresh9": (FRESH9_PREDICTIONS, ("fresh9",))}
+          "fresh9": (FRESH9_PREDICTIONS, ("fresh9",)), "fresh10": (FRESH10_PREDICTIONS, ("fresh10",))}
 #: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
 #: predictions and joined the fit (:data:`FITTED_ROUNDS`).
 UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
@@ -104,7 +109,8 @@ UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
                  "fresh4": "course.kernels.fresh4_plans", "fresh5": "course.kernels.fresh5_plans",
                  "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans",
-                 "fresh8": "course.kernels.fresh8_plans", "fresh9": "course.kernels.fresh9_plans"}
+                 "fresh8": "course.kernels.fresh8_plans", "fresh9": "course.kernels.fresh9_plans",
+                 "fresh10": "course.kernels.fresh10_plans"}
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
 #: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was, round 6
@@ -446,6 +452,8 @@ ROUND_TEXT = {
               "writer who did not run anything on a GPU, predicted with the model changed on round 6",
     "fresh9": "round 9: `course/kernels/fresh9.py`, written the same way after round 8 had been scored, by a writer who "
               "did not run anything on a GPU, predicted with the model changed on round 8",
+    "fresh10": "round 10: `course/kernels/fresh10.py`, written the same way after rounds 7 and 9 had been scored, by a "
+               "writer who did not run anything on a GPU, predicted with the model changed on them",
 }
 
 

@@ -57,6 +57,9 @@ class Counts:
     barriers: float = 0.0  # syncthreads a block passes (the whole launch's, per block)
     load_footprint: float = 0.0  # bytes of the arrays the loads touch
     loops: list = field(default_factory=list)
+    # loads that touch a sector of a large array again: [[sectors, array bytes], ...] (explain.ceilings: beyond the
+    # L2 they miss, one HBM access each)
+    far_retouch: list = field(default_factory=list)
     kernel_file: str = ""
     registers: Optional[int] = None
     shared_bytes: int = 0
@@ -99,9 +102,11 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
       detail pass cuts loops to two trips, so a record a thread fills over many trips would look partly written),
       and ``partial_arrays``.
 
-    (A random *gather* from beyond the L2 is not told apart: from one block, a warp's lanes on 32 sectors look the
-    same whether the sectors' neighbours are read by no one, as in a random gather, or by later blocks, as in a
-    column walk; charging HBM's 64-byte access for them mended the first and broke the second.)"""
+    - ``gathers``: per array the block loads, the share of its load sectors that are distinct, the share of its
+      warp loads whose lanes are not at one stride, and its share of the block's load sectors (:func:`_far_retouch`:
+      from one block, a warp's lanes on 32 sectors look the same whether the sectors' neighbours are read by no one,
+      as in a random gather, or by later blocks, as in a column walk; charging HBM's 64-byte access for all of them
+      mended the first and broke the second, so the lanes' places tell them apart)."""
     accesses = report.warp_accesses(report.detail_blocks[0]) if report.detail_blocks else []
     sectors = lines = ld_sectors = st_sectors = st_partial = 0
     atom_lanes = atom_n = scattered_lanes = 0
@@ -126,6 +131,18 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
                 else:
                     key = (w.warp, w.array, la.addr // 32)
                     by_warp[key] = by_warp.get(key, 0) + w.size
+    # per array the block loads: sectors its loads touch, how many of them are distinct, and how many of its warp
+    # loads have lanes at irregular places (not one stride): a random gather's, not a row's, a column's or a stencil's
+    ld_touch: dict = {}
+    ld_irregular: dict = {}
+    for w in accesses:
+        if w.space == "global" and w.op == "load":
+            lanes = [(i, la.addr) for i, la in enumerate(w.lanes) if la is not None]
+            ld_touch[w.array] = ld_touch.get(w.array, 0) + len({a // 32 for _, a in lanes})
+            # one stride per lane, inactive lanes skipped (a row that ended early leaves a gap, not a gather)
+            steps = {(b - a) / (j - i) for (i, a), (j, b) in zip(lanes, lanes[1:])}
+            n_irr, n_all = ld_irregular.get(w.array, (0, 0))
+            ld_irregular[w.array] = (n_irr + (len(steps) > 1), n_all + 1)
     for w in accesses:
         if w.space != "global":  # a shared atomic stays in its block's SM: no same-address chain across the device
             continue
@@ -156,6 +173,12 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
     if targets is not None:
         left = [(a, sec) for a, sec, in_loop in store_sectors
                 if not in_loop and written[(a, sec)] < 32 and (a, sec) not in loaded]
+        distinct: dict = {}
+        for a, _sec in loaded:
+            distinct[a] = distinct.get(a, 0) + 1
+        touched = sum(ld_touch.values())
+        targets["gathers"] = {a: (distinct.get(a, 0) / n, ld_irregular[a][0] / ld_irregular[a][1], n / touched)
+                              for a, n in ld_touch.items() if n}
         targets.update(scattered=scattered_lanes / atom_lanes if atom_lanes else 0.0, atomic_arrays=atom_arrays,
                        lone_partial=len(left) / st_sectors if st_sectors else 0.0,
                        partial_arrays={a for a, _ in left})
@@ -180,6 +203,26 @@ def _footprint(scaled: list, args, scale, op=None) -> float:
     for i, b in enumerate(sorted(per_array.values(), reverse=True)):
         total += min(b, sizes[i]) if i < len(sizes) else b
     return total
+
+
+def _far_retouch(load_sectors: float, sizes: dict, gathers: dict, least: float = 16e6) -> list:
+    """``[[sectors, bytes], ...]``: for each global array of at least ``least`` bytes that the launch loads, the load
+    sectors that come back to a sector after the block that first read it (what the L2 serves again or, for an array
+    larger than the L2, misses: a random gather from a big table, each one an HBM access of its own).
+
+    From block 0 (``gathers``: array -> (distinct share, irregular share, share of the load sectors)): an array's
+    sectors are its share of the launch's ``load_sectors`` (a source line that loads two arrays counts them
+    together), the sectors a block reads again itself are its own reuse (the distinct share), and only loads with
+    lanes at irregular places count: a column walk's or a stencil's later blocks read a sector's neighbours soon
+    after, while the L2 still holds it (round 6's wave13_3d, the exercises' transpose_flat: 30-55 M such loads, no
+    extra HBM traffic)."""
+    out = []
+    for name, (distinct, irregular, share) in sorted(gathers.items()):
+        nbytes = sizes.get(name, 0)
+        again = (load_sectors * share * distinct - nbytes / 32) * irregular
+        if nbytes >= least and again > 0:
+            out.append([again, float(nbytes)])
+    return out
 
 
 def _instructions(sc, kernel_file: str, sass: dict, warps: int) -> Optional[float]:
@@ -391,6 +434,7 @@ def count(kernel, griddim, blockdim, args, *, dynshared=0, budget_s=BUDGET_S, co
     c.lines = (c.gld_sectors + c.gst_sectors) * ratio
     c.loops = [list(x) for x in structure]
     c.footprint = _footprint(scaled, args, scale)
+    c.far_retouch = _far_retouch(c.gld_sectors, sizes, targets.get("gathers", {}))
     c.load_footprint = _footprint(scaled, args, scale, op="load")
     if c.atomics:  # atomics on one address, one thread's after another: an output of one element takes them all
         threads = c.atomics * c.atomic_lanes
