@@ -116,8 +116,9 @@ ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fres
 #: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was, round 6
 #: when the model was changed on it (before round 8 was predicted; round 7 had been predicted without that change),
 #: round 8 when the model was changed on it (short loops traced whole, stores a warp fills; round 7 was still blind),
-#: rounds 7 and 9 when they were scored (2026-12-04, runs 20261204T004223Z-547e2e and 20261204T004754Z-737c94).
-FITTED_ROUNDS = ("unseen", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9")
+#: rounds 7 and 9 when they were scored (2026-12-04, runs 20261204T004223Z-547e2e and 20261204T004754Z-737c94), and
+#: round 10 when it was (run 20261204T015403Z-1c12f2), after the model had been changed on rounds 7 and 9.
+FITTED_ROUNDS = ("unseen", "fresh", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10")
 
 
 def split_of(name: str) -> str:
