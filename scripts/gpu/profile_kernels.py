@@ -6,8 +6,8 @@
 
 ``--set`` picks the cases: ``timed`` (the default: the chapters' kernels, what course.explain is fitted and
 scored on), ``solutions`` (the exercises' solution kernels, ``course.exercises.solution_cases``, tag ``solution``:
-never fitted on), ``fresh`` / ``fresh3`` … ``fresh9`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh9``, tags of the same names: the
-second to ninth rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
+never fitted on), ``fresh`` / ``fresh3`` … ``fresh10`` (``course.kernels.fresh`` / ``fresh3`` … ``fresh10``, tags of the same names: the
+second to tenth rounds of unseen kernels) or ``all``.  A case that can say what right is (``Case.check``) is checked once on the device
 before it is timed; a wrong result is recorded as a failure and the case is not timed.
 
 Per case, in this process (no profiler attached):
