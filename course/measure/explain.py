@@ -238,8 +238,8 @@ def ceilings(c: Counts, k: Constants = H200) -> dict:
     l2_sectors = l2_loads + full_st + c.atomics + k.l2_fill_share * c.dram_bytes / 32
     out["l2"] = l2_sectors * 32 / k.l2_bps + part_st / k.l2_partial_sectors_per_s
     # loads that come back to a sector of an array larger than the L2 (a random gather from a big table, a pointer
-    # chase) miss it in the share of the array the L2 cannot hold: each miss one HBM access of 64 bytes, and the L2
-    # handles about 44 G of them a second (round 5's chases and round 8's table_interp_hbm: 42-47 G/s of 64-byte
+    # chase) miss it in the share of the array the L2 cannot hold: each miss one HBM access of 64 bytes, at
+    # far_miss_per_s on the L2 (fitted; round 5's chases and round 8's table_interp_hbm measured 42-47 G/s of 64-byte
     # HBM accesses, with the L2 the busiest unit; before, predicted 2.4-3.5x fast)
     far = sum(n * max(0.0, 1.0 - k.l2_resident_bytes / b) for n, b in c.far_retouch)
     if far:

@@ -84,26 +84,6 @@ FITTED = ("issue_efficiency", "l2_latency_s", "l1_latency_s", "barrier_s", "over
           "instructions_per_step", "l2_resident_bytes", "wave_s", "dependent_cycles", "far_miss_per_s")
 SAMPLE = 4  # blocks traced per case: fixed, so that a re-count gives the same numbers
 PREDICTIONS = X.ROOT / "data" / "explain_predictions_unseen.json"
-FRESH_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh.json"
-FRESH3_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh3.json"
-FRESH4_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh4.json"
-FRESH5_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh5.json"
-FRESH6_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh6.json"
-FRESH7_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh7.json"
-FRESH8_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh8.json"
-FRESH9_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh9.json"
-FRESH10_PREDICTIONS = X.ROOT / "data" / "explain_predictions_fresh10.json"
-#: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
-#: exercises' solutions and the claims' launches, round 1) and ``fresh`` (:mod:`course.kernels.fresh`, written blind
-#: to the model after round 1 had been looked at and the model changed on it: round 2).
-ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")), "fresh": (FRESH_PREDICTIONS, ("fresh",)),
-          "fresh3": (FRESH3_PREDICTIONS, ("fresh3",)), "fresh4": (FRESH4_PREDICTIONS, ("fresh4",)),
-          "fresh5": (FRESH5_PREDICTIONS, ("fresh5",)), "fresh6": (FRESH6_PREDICTIONS, ("fresh6",)),
-          "fresh7": (FRESH7_PREDICTIONS, ("fresh7",)), "fresh8": (FRESH8_PREDICTIONS, ("fresh8",)),
-          "fresh9": (FRESH9_PREDICTIONS, ("fresh9",)), "fresh10": (FRESH10_PREDICTIONS, ("fresh10",))}
-#: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
-#: predictions and joined the fit (:data:`FITTED_ROUNDS`).
-UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 #: The module of each round of kernels written for the test: its ``cases(scale)`` and ``RETIRED`` (round 1's cases
 #: are the exercises' solutions and the claims' launches, :func:`case_set`'s ``solutions``).
 ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fresh3",
@@ -111,6 +91,15 @@ ROUND_MODULES = {"fresh": "course.kernels.fresh", "fresh3": "course.kernels.fres
                  "fresh6": "course.kernels.fresh6_plans", "fresh7": "course.kernels.fresh7_plans",
                  "fresh8": "course.kernels.fresh8_plans", "fresh9": "course.kernels.fresh9_plans",
                  "fresh10": "course.kernels.fresh10_plans"}
+#: The rounds of unseen cases, each pre-registered in a file of its own before its GPU run: ``unseen`` (the
+#: exercises' solutions and the claims' launches, round 1) and each round of :data:`ROUND_MODULES` (``fresh``,
+#: :mod:`course.kernels.fresh`, written blind to the model after round 1 had been scored: round 2), frozen in
+#: ``data/explain_predictions_<round>.json``, its cases tagged with its name.
+ROUNDS = {"unseen": (PREDICTIONS, ("solution", "claim")),
+          **{r: (X.ROOT / "data" / f"explain_predictions_{r}.json", (r,)) for r in ROUND_MODULES}}
+#: A case with one of these tags is unseen: never fitted on until its round has been scored against its frozen
+#: predictions and joined the fit (:data:`FITTED_ROUNDS`).
+UNSEEN_TAGS = tuple(t for _, tags in ROUNDS.values() for t in tags)
 #: Rounds already scored against their frozen predictions (that score stays what the page reports for them), whose
 #: cases now take part in the calibration/held-out split like the chapters': round 1 joined when round 2 was written,
 #: round 2 when round 3 was, round 3 when round 4 was, round 4 when round 5 was, round 5 when round 6 was, round 6

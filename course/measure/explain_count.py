@@ -121,28 +121,25 @@ def _lines_and_reuse(report, targets=None, loops=()) -> tuple:
     # partial rate); a partial write is one that neither fills.  ``loaded``: the (array, sector)s the block reads
     by_warp: dict = {}
     loaded: set = set()
-    for w in accesses:
-        if w.space == "global" and w.op in ("store", "load"):
-            for la in w.lanes:
-                if la is None:
-                    continue
-                if w.op == "load":
-                    loaded.add((w.array, la.addr // 32))
-                else:
-                    key = (w.warp, w.array, la.addr // 32)
-                    by_warp[key] = by_warp.get(key, 0) + w.size
-    # per array the block loads: sectors its loads touch, how many of them are distinct, and how many of its warp
-    # loads have lanes at irregular places (not one stride): a random gather's, not a row's, a column's or a stencil's
+    # per array the block loads: sectors its loads touch, and how many of its warp loads have lanes at irregular
+    # places (not one stride): a random gather's, not a row's, a column's or a stencil's
     ld_touch: dict = {}
     ld_irregular: dict = {}
     for w in accesses:
         if w.space == "global" and w.op == "load":
             lanes = [(i, la.addr) for i, la in enumerate(w.lanes) if la is not None]
-            ld_touch[w.array] = ld_touch.get(w.array, 0) + len({a // 32 for _, a in lanes})
+            secs = {a // 32 for _, a in lanes}
+            loaded.update((w.array, sec) for sec in secs)
+            ld_touch[w.array] = ld_touch.get(w.array, 0) + len(secs)
             # one stride per lane, inactive lanes skipped (a row that ended early leaves a gap, not a gather)
             steps = {(b - a) / (j - i) for (i, a), (j, b) in zip(lanes, lanes[1:])}
             n_irr, n_all = ld_irregular.get(w.array, (0, 0))
             ld_irregular[w.array] = (n_irr + (len(steps) > 1), n_all + 1)
+        elif w.space == "global" and w.op == "store":
+            for la in w.lanes:
+                if la is not None:
+                    key = (w.warp, w.array, la.addr // 32)
+                    by_warp[key] = by_warp.get(key, 0) + w.size
     for w in accesses:
         if w.space != "global":  # a shared atomic stays in its block's SM: no same-address chain across the device
             continue
