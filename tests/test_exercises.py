@@ -447,11 +447,10 @@ def test_every_chapter_has_its_exercises_in_its_solution_notebook():
         assert (ROOT / "exercises" / f"{stems[ch]}_exercises.ipynb").is_file()
 
 
-@pytest.mark.parametrize("name", list(E.EXERCISES))
-def test_solution_notebook_functions_get_full_marks(name):
-    ex = E.get(name)
-    v = E.judge(ex, _solution_function(name), seed=2)
-    assert v.status == "pass" and v.score == v.max_score == ex.max_score - _not_judged(v), str(v)
+# Every solution's full marks are judged twice elsewhere, so not a third time here: by its own notebook (each
+# solutions/ notebook calls check() on every exercise, and under the suite's COURSE_STRICT=1 a verdict short of a
+# pass raises, so nbval fails), and by the grader from the notebook's source (tests/test_grade_solutions.py: every
+# row at full marks).
 
 
 @pytest.mark.parametrize("name", list(E.EXERCISES))

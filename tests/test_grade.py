@@ -20,9 +20,12 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
-# one untouched exercise notebook (the others are checked without a kernel, below), the fixtures (the hostile
-# fixtures are graded by tests/test_grade_sandbox.py, the solutions by tests/test_grade_solutions.py)
-INPUTS = [ROOT / "exercises" / "05_transpose_exercises.ipynb", FIXTURES / "adversarial", FIXTURES / "wrong"]
+# one untouched exercise notebook (the others are checked without a kernel, below), the adversarial fixtures and
+# one notebook of wrong kernels (the hostile fixtures are graded by tests/test_grade_sandbox.py, the solutions by
+# tests/test_grade_solutions.py; wrong/wrong_kernels_a and _b, 56 exercises each, are judged the grader's way, from
+# their source, by tests/test_exercises_wrong.py: graded here too, they only added rows no test read, and 35 s)
+INPUTS = [ROOT / "exercises" / "05_transpose_exercises.ipynb", FIXTURES / "adversarial",
+          FIXTURES / "wrong" / "mixed_wrong.ipynb"]
 FIELDS = ["student", "assignment", "submission", "exercise", "score", "max_score", "status", "late", "message"]
 GRADER_FILES = [ROOT / "course" / "exercises", ROOT / "course" / "grading"]
 
@@ -71,7 +74,7 @@ def row(graded, sub, exercise):
 def test_gradebook_has_the_promised_columns_and_a_row_per_exercise(graded):
     assert graded["header"] == FIELDS
     subs = {r["submission"] for r in graded["rows"]}
-    assert len(subs) == 1 + sum(len(list(d.rglob("*.ipynb"))) for d in INPUTS[1:])
+    assert len(subs) == sum(len(list(d.rglob("*.ipynb"))) if d.is_dir() else 1 for d in INPUTS)
     assert graded["results"]["grader"]["jobs"] == 2
     for s in graded["results"]["submissions"]:
         assert s["exercises"], s["submission"]

@@ -14,6 +14,7 @@ do not count either); a solution at SIMILAR or more is the chapter's kernel with
 """
 
 import ast
+import collections
 import copy
 import difflib
 import functools
@@ -185,14 +186,19 @@ def _statement_forms(fn) -> dict:
 
 
 def test_no_solution_is_a_near_copy_of_a_readable_function():
-    others = [(where, _statement_forms(fn)) for where, fn in _readable_functions()]
+    others = [(where, forms, sum(forms.values())) for where, fn in _readable_functions()
+              for forms in [_statement_forms(fn)]]
     near = []
     for name, where, fn in solutions():
         if name in WORKED_EXAMPLES:
             continue
         mine = _statement_forms(fn)
-        for other, forms in others:
+        size = sum(mine.values())
+        for other, forms, their_size in others:
             if other.endswith(PLANTED_SUFFIX) and other.startswith("course/exercises/catalogue/"):
+                continue
+            # the share is at most min(size) / max(size) (the common part of the smaller, the union of the larger)
+            if min(size, their_size) <= NEAR * max(size, their_size):
                 continue
             union = sum((mine | forms).values())
             share = sum((mine & forms).values()) / union if union else 0.0
@@ -254,17 +260,45 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
+def lcs_length(a: str, b: str) -> int:
+    """The length of the longest common subsequence of ``a`` and ``b`` (bit-parallel, Hyyrö 2004: one big-integer
+    step per character of ``a``)."""
+    masks: dict = {}
+    for i, ch in enumerate(b):
+        masks[ch] = masks.get(ch, 0) | (1 << i)
+    full = (1 << len(b)) - 1
+    v = full
+    for ch in a:
+        u = v & masks.get(ch, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(b) - bin(v).count("1")
+
+
 def _alike(mine: str, others) -> list:
     """(ratio, where) for every function of ``others`` ((where, normalised source)) at SIMILAR or more."""
     out = []
+    counts = collections.Counter(mine)
     for where, theirs in others:
-        sm = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
-        # both bounds are at least the ratio: a pair under SIMILAR on either cannot reach it
-        if sm.real_quick_ratio() >= SIMILAR and sm.quick_ratio() >= SIMILAR:
-            r = sm.ratio()
-            if r >= SIMILAR:
-                out.append((r, where))
+        # each bound is at least difflib's ratio, so a pair under SIMILAR on one cannot reach it: the lengths
+        # (difflib's real_quick_ratio), the characters in common (its quick_ratio), then 2 × LCS / total (its
+        # matching blocks are one common subsequence of the two, so they match at most LCS characters); the exact
+        # ratio, O(n·m) in Python, only for the few pairs left
+        total = len(mine) + len(theirs)
+        if 2 * min(len(mine), len(theirs)) < SIMILAR * total:
+            continue
+        if 2 * sum((counts & _counter(theirs)).values()) < SIMILAR * total:
+            continue
+        if 2 * lcs_length(mine, theirs) < SIMILAR * total:
+            continue
+        r = similarity(mine, theirs)
+        if r >= SIMILAR:
+            out.append((r, where))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _counter(text: str) -> collections.Counter:
+    return collections.Counter(text)
 
 
 def _chapter_and_package_kernels():
@@ -282,6 +316,31 @@ def test_the_similarity_sees_a_renamed_kernel_with_one_index_changed_and_not_ano
     a, b, c = (canonical_source(f) for f in (copy_, changed, other))
     assert similarity(a, b) >= SIMILAR  # another operator and b[row]: still the same kernel to a reader
     assert similarity(a, c) < SIMILAR  # a flat index split into row and column, a mirrored read
+
+
+def test_the_lcs_bound_is_the_longest_common_subsequence_and_never_under_difflibs_ratio():
+    import random
+
+    def lcs_by_table(a, b):  # the textbook dynamic programme
+        row = [0] * (len(b) + 1)
+        for ch in a:
+            prev = 0
+            for j, cb in enumerate(b, 1):
+                prev, row[j] = row[j], prev + 1 if ch == cb else max(row[j], row[j - 1])
+        return row[-1]
+
+    gen = random.Random(0)
+    sources = [canonical_source(fn) for _, fn in _readable_functions()[:40]]
+    pairs = [("", "abc"), ("abc", ""), ("abcbdab", "bdcaba")]
+    pairs += [("".join(gen.choice("ab(x) ") for _ in range(gen.randrange(1, 90))),
+               "".join(gen.choice("ab(x) ") for _ in range(gen.randrange(1, 90)))) for _ in range(200)]
+    pairs += [(sources[i], sources[i + 1]) for i in range(0, 38, 2)]
+    assert lcs_length("abcbdab", "bdcaba") == 4
+    for a, b in pairs:
+        n = lcs_length(a, b)
+        assert n == lcs_by_table(a, b), (a, b)
+        if a or b:
+            assert 2 * n / (len(a) + len(b)) >= similarity(a, b) - 1e-12, (a, b)
 
 
 def test_the_worked_example_is_seen_as_chapter_01s_kernel():
