@@ -120,6 +120,7 @@ _UNINSTALL = textwrap.dedent("""
     from course import engine, multigpu
     from numba.cuda.simulator import api, kernel
     from numba.cuda.simulator.cudadrv import devicearray, devices
+    from numba.core.types import abstract
     import numba.cuda as cuda
 
     ABSENT = object()
@@ -127,7 +128,8 @@ _UNINSTALL = textwrap.dedent("""
     watched += [(devicearray.FakeCUDAArray, n) for n in ("__init__", "__getitem__", "copy_to_host", "copy_to_device")]
     watched += [(m, n) for m in (cuda, api) for n in ("current_context", "get_current_device", "select_device")]
     watched += [(cuda, "jit"), (cuda, "to_device"), (devicearray, "to_device"), (devices.FakeDeviceList, "current"),
-                (devices.gpus, "lst"), (devices.FakeCUDADevice, "MAX_THREADS_PER_BLOCK"), (devices.FakeCUDADevice, "name")]
+                (devices.gpus, "lst"), (devices.FakeCUDADevice, "MAX_THREADS_PER_BLOCK"), (devices.FakeCUDADevice, "name"),
+                (abstract.Type, "__call__")]
     before = [vars(o).get(n, ABSENT) for o, n in watched]
     engine.install()
     multigpu.simulate(2)
@@ -149,7 +151,7 @@ def test_uninstall_puts_back_numbas_own_objects():
     env["COURSE_BACKEND"] = "numba-sim"
     out = subprocess.run([sys.executable, "-c", _UNINSTALL], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split() == ["restored", "20"]
+    assert out.stdout.split() == ["restored", "21"]
 
 
 @cpu_only
@@ -160,3 +162,35 @@ def test_the_numba_sim_backend_patches_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["[]"]
+
+
+@cpu_only
+def test_the_fast_scalar_casts_give_what_numbas_own_give():
+    """float32(x), int32(x) … on the engine take a short path (simulator._patch_scalar_casts): the same value of the
+    same type as numba's own ``Type.__call__``, for every scalar type and every class the short path takes; a
+    numba type as the argument still makes a signature."""
+    import numba
+    from numba.core.types import abstract
+
+    assert (abstract.Type, "__call__") in simulator.installed()
+    numbas = abstract.Type.__call__.__wrapped__
+    kinds = [numba.types.float16, numba.float32, numba.float64, numba.int8, numba.int16, numba.int32, numba.int64,
+             numba.uint8, numba.uint16, numba.uint32, numba.uint64, numba.boolean]
+    values = [0, 7, -3, 2**31 - 1, 1.5, -2.75, 3e38, True, False, np.float32(2.5), np.float64(-0.1), np.float16(1.25),
+              np.int8(-5), np.int16(300), np.int32(-70000), np.int64(2**40), np.uint8(200), np.uint16(60000),
+              np.uint32(2**31 + 5), np.uint64(2**63), np.bool_(True)]
+    assert {v.__class__ for v in values} == set(simulator._CAST_CLASSES)
+    with np.errstate(all="ignore"):
+        for t in kinds:
+            for v in values:
+                try:
+                    want = numbas(t, v)
+                except (OverflowError, ValueError, TypeError) as err:
+                    with pytest.raises(type(err)):
+                        t(v)
+                    continue
+                got = t(v)
+                assert got.__class__ is want.__class__, (t, v, got, want)
+                assert got == want or (got != got and want != want), (t, v, got, want)
+    sig = numba.float32(numba.int32, numba.float32)
+    assert str(sig) == "(int32, float32) -> float32"
