@@ -30,3 +30,11 @@ def test_a_failing_test_prints_the_seed_that_replays_it(tmp_path):
     # the data is a function of the seed and the test's id alone: the replay draws it again
     want = np.random.default_rng([4242, zlib.crc32(b"test_fails.py::test_draw")]).integers(1 << 30)
     assert f"drawn {want}" in run.stdout, run.stdout[-2000:]
+
+
+def test_the_files_run_first_exist():
+    # conftest.LONG_FIRST orders the suite (longest files first); a renamed file would silently drop out of it
+    import conftest
+
+    missing = [name for name in conftest.LONG_FIRST if not (conftest.ROOT / name).is_file()]
+    assert not missing and len(set(conftest.LONG_FIRST)) == len(conftest.LONG_FIRST), missing
