@@ -59,3 +59,17 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if line.strip() and not line.startswith("#")]
     assert ci[-1] == "make test"
+
+
+def test_nbformat_and_jupyter_events_import_without_the_uri_grammar():
+    # pyproject.toml keeps jsonschema below 4.25: its format-nongpl extra (jupyter-events asks for it) would add
+    # rfc3987-syntax, which builds an Earley parser on import, in every process that reads a notebook
+    import sys
+
+    code = ("import sys, nbformat, jupyter_events.validators\n"
+            "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
+            "nbformat.validate(nb)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('rfc3987_syntax')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["[]"], out.stdout
