@@ -490,3 +490,16 @@ def test_sass_memory_ops_counts_memory_instructions():
             raise RuntimeError("nvdisasm not found")
 
     assert "unavailable" in vt.sass_memory_ops(NoDisassembler())
+
+
+def test_a_lanes_index_is_numpys_unravel_index_and_empty_out_of_range():
+    from course.trace.report import _unravel
+
+    for shape in [(5,), (3, 4), (2, 3, 4), (1, 33), (17, 16), (0,), (4, 0), (7, 1, 3)]:
+        size = int(np.prod(shape))
+        for flat in range(-3, size + 4):
+            try:
+                want = tuple(int(i) for i in np.unravel_index(flat, shape))
+            except ValueError:  # out of range (or an empty shape): the lane's index is left empty
+                want = ()
+            assert _unravel(flat, shape) == want, (flat, shape)

@@ -363,21 +363,20 @@ class Report:
             addrs[r[R_TID] & 31] = r[R_ADDR]
         passes = analysis.shared_passes(addrs, size) if space == "shared" else [None] * 32
         lanes: list = [None] * 32
+        arrays = self._rec.arrays
+        bxy = bx * by
         for r in group:
-            lane = r[R_TID] & 31
             tid = r[R_TID]
-            thread = (tid % bx, (tid // bx) % by, tid // (bx * by))
+            lane = tid & 31
             base = r[R_BASE]
-            name, shape, itemsize = self._rec.arrays.get((space, base), (r[R_NAME], (), size))
-            offset = r[R_ADDR] - base
-            try:
-                index = tuple(int(i) for i in np.unravel_index(offset // itemsize, shape)) if shape else ()
-            except ValueError:
-                index = ()
+            _name, shape, itemsize = arrays.get((space, base), (None, (), size))
+            addr = int(r[R_ADDR])
+            offset = addr - int(base)
             p = passes[lane]
             lanes[lane] = LaneAccess(
-                lane=lane, thread=thread, index=index, addr=int(r[R_ADDR]), offset=int(offset),
-                bank=analysis.bank_of(r[R_ADDR]), sector=analysis.sector_of(r[R_ADDR]),
+                lane=lane, thread=(tid % bx, (tid // bx) % by, tid // bxy),
+                index=_unravel(offset // itemsize, shape) if shape else (), addr=addr, offset=offset,
+                bank=analysis.bank_of(addr), sector=analysis.sector_of(addr),
                 wavefront=None if p is None else p.wavefront,
             )
         cost, ideal = _cost(space, addrs, size)
@@ -465,6 +464,21 @@ class Report:
         out.sort(key=lambda r: (r.first["line"], r.second["line"]))
         return out
 
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    """``np.unravel_index(flat, shape)`` as a tuple of ints (C order), or () where NumPy raises (out of range)."""
+    if len(shape) == 1:
+        return (flat,) if 0 <= flat < shape[0] else ()
+    if flat < 0:
+        return ()
+    out = []
+    for d in reversed(shape):
+        if d <= 0:
+            return ()
+        flat, r = divmod(flat, d)
+        out.append(r)
+    return tuple(reversed(out)) if flat == 0 else ()
 
 
 def _cost(space, addrs, size):
