@@ -503,3 +503,20 @@ def test_a_lanes_index_is_numpys_unravel_index_and_empty_out_of_range():
             except ValueError:  # out of range (or an empty shape): the lane's index is left empty
                 want = ()
             assert _unravel(flat, shape) == want, (flat, shape)
+
+
+def test_warp_accesses_without_costs_have_the_same_lanes_and_no_costs():
+    # costs=False (the grader's address-only properties): the same accesses and lanes, costs left None
+    from course.kernels import transpose as T
+
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    r = trace(T.tile_32x32, (2, 2), (32, 32), a, np.zeros_like(a))
+    full, bare = r.warp_accesses(1), r.warp_accesses(1, costs=False)
+    assert len(full) == len(bare) > 0 and any(w.space == "shared" for w in full)
+    for f, b in zip(full, bare):
+        assert (f.line, f.space, f.op, f.array, f.warp, f.active_mask) == (b.line, b.space, b.op, b.array, b.warp,
+                                                                         b.active_mask)
+        assert [(x.thread, x.index, x.addr, x.offset, x.bank, x.sector) if x else None for x in f.lanes] == \
+            [(x.thread, x.index, x.addr, x.offset, x.bank, x.sector) if x else None for x in b.lanes]
+        assert b.sectors is b.wavefronts is b.ideal is None and all(x.wavefront is None for x in b.lanes if x)
+        assert f.sectors > 0 and (f.space != "shared" or f.wavefronts > 0)

@@ -72,7 +72,7 @@ def uses_shared(fraction: float = 0.25, hint: str = "") -> Property:
         worst = None
         for b in report.detail_blocks:
             written, read, loaded = set(), set(), set()
-            for w in report.warp_accesses(b):
+            for w in report.warp_accesses(b, costs=False):
                 lanes = [x for x in w.lanes if x is not None]
                 if w.space == "shared":
                     words = {x.addr // 4 for x in lanes}
@@ -182,7 +182,7 @@ def thread_atomics(report, space: str):
     keep every block in detail (the tracer counts warp-level requests for the whole launch, lanes per block)."""
     if len(report.detail_blocks) < math.prod(report.grid):
         return None
-    return sum(w.active for b in report.detail_blocks for w in report.warp_accesses(b)
+    return sum(w.active for b in report.detail_blocks for w in report.warp_accesses(b, costs=False)
                if w.op == "atomic" and w.space == space)
 
 
@@ -273,7 +273,7 @@ def broadcast_loads(array: str, hint: str = "") -> Property:
     def measure(report, extra):
         req = sectors = 0
         for b in report.detail_blocks:
-            for w in report.warp_accesses(b):
+            for w in report.warp_accesses(b, costs=False):
                 if w.space == "global" and w.op == "load" and w.array == array:
                     req += 1
                     sectors += len({x.addr // 32 for x in w.lanes if x is not None})
@@ -317,7 +317,7 @@ def loads_in_flight(array: str, at_least: int, hint: str) -> Property:
         data = np.asarray(inp.args[inp.names.index(array)]).ravel()
         per_thread: dict = {}
         for b in report.detail_blocks:
-            for w in report.warp_accesses(b):
+            for w in report.warp_accesses(b, costs=False):
                 if w.space == "global" and w.op == "load" and w.array == array:
                     for x in w.lanes:
                         if x is not None:

@@ -306,8 +306,12 @@ class Report:
         return self.table()
 
     # ---- per-warp detail
-    def warp_accesses(self, block=0) -> list:
-        """Every warp-level access of one kept block, in program order of its first lane."""
+    def warp_accesses(self, block=0, costs=True) -> list:
+        """Every warp-level access of one kept block, in program order of its first lane.
+
+        ``costs=False``: the lanes and what they touched only, for a reader that needs no more (the grader's
+        properties that look at addresses): each access's ``sectors``, ``wavefronts`` and ``ideal`` and each lane's
+        ``wavefront`` are None, not worked out (most of the time this takes)."""
         blk = self._block_key(block)
         recs = self._rec.rows(blk)
         groups: dict = {}
@@ -318,7 +322,7 @@ class Report:
                 groups[key] = []
                 first[key] = i
             groups[key].append(r)
-        return [self._warp_access(blk, key, groups[key]) for key in sorted(groups, key=first.get)]
+        return [self._warp_access(blk, key, groups[key], costs) for key in sorted(groups, key=first.get)]
 
     def warp_detail(self, line, block=0, warp=0, occurrence=0) -> list:
         """The accesses on source ``line`` by ``warp`` of ``block``, its ``occurrence``-th time there.
@@ -354,14 +358,14 @@ class Report:
             )
         return blk
 
-    def _warp_access(self, blk, key, group):
+    def _warp_access(self, blk, key, group, costs=True):
         space, op, site, warp, occ = key
         bx, by, bz = self.block
         size = group[0][R_SIZE]
         addrs = [None] * 32
         for r in group:
             addrs[r[R_TID] & 31] = r[R_ADDR]
-        passes = analysis.shared_passes(addrs, size) if space == "shared" else [None] * 32
+        passes = analysis.shared_passes(addrs, size) if space == "shared" and costs else [None] * 32
         lanes: list = [None] * 32
         arrays = self._rec.arrays
         bxy = bx * by
@@ -379,12 +383,16 @@ class Report:
                 bank=analysis.bank_of(addr), sector=analysis.sector_of(addr),
                 wavefront=None if p is None else p.wavefront,
             )
-        cost, ideal = _cost(space, addrs, size)
+        if costs:
+            cost, ideal = _cost(space, addrs, size)
+            sectors, wavefronts = analysis.global_sectors(addrs, size), cost if space == "shared" else 0
+        else:
+            sectors = wavefronts = ideal = None
         line = site_line(site)
         return WarpAccess(
             line=line, source=source_line(site_code(site), line), space=space, op=OPS[op], array=group[0][R_NAME], size=size,
             block=blk, warp=warp, occurrence=occ, lanes=lanes, active_mask=analysis.active_mask(addrs),
-            sectors=analysis.global_sectors(addrs, size), wavefronts=cost if space == "shared" else 0, ideal=ideal,
+            sectors=sectors, wavefronts=wavefronts, ideal=ideal,
         )
 
     # ---- divergence and races
