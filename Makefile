@@ -13,16 +13,20 @@ COMPILER := $(VENV)/.compiler
 
 .PHONY: lab lab-instructor test toolkit compiler-facts exercises gpu-lane site site-import clean
 
+# The packages go in with uv (installed into .venv by pip first): the same versions pip resolves (checked on
+# 2026-12-04: the two venvs' freezes agree), in a tenth of the time (6 s against 55 s here). Should uv fail, pip
+# installs them as before.
+INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade pip uv
+	$(INSTALL) -e '.[dev]' || $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 # The CUDA compilers (NVVM, ptxas, nvdisasm as pip wheels, ~250 MB download; no GPU needed): lets the
 # tracer read what the GPU compiler makes of kernels that are not among the course's own.
 $(COMPILER): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,compiler]'
+	$(INSTALL) -e '.[dev,compiler]' || $(BIN)/python -m pip install -q -e '.[dev,compiler]'
 	touch $(COMPILER)
 
 ## Open the course in JupyterLab on chapter 00 (works as root too), in the learner's own copy: my-work/ gets
