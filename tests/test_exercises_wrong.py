@@ -144,7 +144,9 @@ EXPECT_B = {
     # no input named: n=257 loses only x[256], which a draw makes 0 once in a hundred (then n=2000-odd fails)
     "06.sum_grid_stride": ("fail", ["correct result", "elements wrong"], ["exactly once"]),
     "06.stencil_2d": ("fail", ["correct result", "1x33"], ["halo"]),
-    "07.block_sums_shuffle": ("fail", ["correct result", "n=33"], ["shuffle"]),
+    # only warp 0's sum: wrong on any input with a second warp, the first such input named (n=33 is right by luck
+    # when its one element past warp 0 is 0: small integers, drawn per run; COURSE_TEST_SEED=2942153315 drew one)
+    "07.block_sums_shuffle": ("fail", ["correct result", "elements wrong"], ["shuffle"]),
     "07.inclusive_scan": ("fail", ["correct result"], ["2d elements"]),  # n=1 is right by luck when a[0] is 0
     "07.min_max_blocks": ("partial", ["no bank conflicts on the tree's shared loads", "-way bank conflict"], ["bank"]),
     "07.exclusive_scan": ("fail", ["correct result", "no race between threads", "s[t] += s[t - d]"], ["wait"]),
